@@ -1,0 +1,383 @@
+//! What a kind does beyond plain storage: its extra field selectors, how its names are validated,
+//! its create-time defaulting, and its lifecycle. Giving a kind behaviour is one entry in
+//! [`behavior_for`]; the store calls the hooks, it never matches on kinds itself.
+
+use serde_json::{Map, Value, json};
+
+use crate::semantics::event_versions::{core_to_events_v1, events_v1_to_core};
+
+/// How `metadata.name` is validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// DNS subdomain (most kinds).
+    Subdomain,
+    /// DNS label (namespaces).
+    Label,
+    /// Any path segment (RBAC kinds and others whose names may hold `:`).
+    PathSegment,
+}
+
+/// Special lifecycles the store runs for a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifecycle {
+    Plain,
+    /// Terminating phase, contents deleted, `spec.finalizers` then removal; a default ServiceAccount
+    /// in every new namespace.
+    Namespace,
+    /// Registering serves the defined kinds; deleting removes every instance first.
+    CustomResourceDefinition,
+}
+
+/// Two views of one storage: how an object written through this kind's API is stored, and back.
+#[derive(Debug, Clone, Copy)]
+pub struct Converter {
+    pub to_storage: fn(&Value) -> Value,
+    pub from_storage: fn(&Value) -> Value,
+}
+
+/// What the defaulting hook may use.
+pub struct DefaultCtx<'a> {
+    pub uid: &'a str,
+    pub name: &'a str,
+    /// Deterministic allocator of Service cluster IPs (last two octets of 10.96.x.y).
+    pub next_cluster_ip: &'a mut u32,
+}
+
+#[derive(Debug)]
+pub struct Behavior {
+    /// Field selectors beyond metadata.name and metadata.namespace.
+    pub field_selectors: &'static [&'static str],
+    pub name_rule: NameRule,
+    /// Whether `status` given on create is kept (nodes) rather than reset (every other kind with status).
+    pub keep_status_on_create: bool,
+    /// Whether DELETE answers with the deleted object (pods) instead of a Success Status.
+    pub returns_deleted_object: bool,
+    /// Create-time defaulting, after status has been reset.
+    pub defaults: Option<fn(&mut Value, &mut DefaultCtx<'_>)>,
+    pub convert: Option<Converter>,
+    pub lifecycle: Lifecycle,
+}
+
+const PLAIN: Behavior = Behavior {
+    field_selectors: &[],
+    name_rule: NameRule::Subdomain,
+    keep_status_on_create: false,
+    returns_deleted_object: false,
+    defaults: None,
+    convert: None,
+    lifecycle: Lifecycle::Plain,
+};
+
+const EVENT_FIELDS: &[&str] = &[
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+];
+
+/// The behaviour table.
+pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
+    static PODS: Behavior = Behavior {
+        field_selectors: &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+        returns_deleted_object: true,
+        defaults: Some(default_pod),
+        ..PLAIN
+    };
+    static NODES: Behavior = Behavior {
+        field_selectors: &["spec.unschedulable"],
+        keep_status_on_create: true,
+        ..PLAIN
+    };
+    static NAMESPACES: Behavior = Behavior {
+        field_selectors: &["status.phase"],
+        name_rule: NameRule::Label,
+        defaults: Some(default_namespace),
+        lifecycle: Lifecycle::Namespace,
+        ..PLAIN
+    };
+    static EVENTS: Behavior = Behavior {
+        field_selectors: EVENT_FIELDS,
+        ..PLAIN
+    };
+    static EVENTS_V1: Behavior = Behavior {
+        field_selectors: EVENT_FIELDS,
+        convert: Some(Converter {
+            to_storage: events_v1_to_core,
+            from_storage: core_to_events_v1,
+        }),
+        ..PLAIN
+    };
+    static SECRETS: Behavior = Behavior {
+        field_selectors: &["type"],
+        defaults: Some(default_secret),
+        ..PLAIN
+    };
+    static SERVICES: Behavior = Behavior {
+        field_selectors: &["spec.clusterIP", "spec.type"],
+        defaults: Some(default_service),
+        ..PLAIN
+    };
+    static JOBS: Behavior = Behavior {
+        field_selectors: &["status.successful"],
+        defaults: Some(default_job),
+        ..PLAIN
+    };
+    static RBAC: Behavior = Behavior {
+        name_rule: NameRule::PathSegment,
+        ..PLAIN
+    };
+    static CRDS: Behavior = Behavior {
+        lifecycle: Lifecycle::CustomResourceDefinition,
+        ..PLAIN
+    };
+    static PLAIN_STATIC: Behavior = PLAIN;
+
+    match (group, plural) {
+        ("", "pods") => &PODS,
+        ("", "nodes") => &NODES,
+        ("", "namespaces") => &NAMESPACES,
+        ("", "events") => &EVENTS,
+        ("events.k8s.io", "events") => &EVENTS_V1,
+        ("", "secrets") => &SECRETS,
+        ("", "services") => &SERVICES,
+        ("batch", "jobs") => &JOBS,
+        ("rbac.authorization.k8s.io", _) => &RBAC,
+        ("apiextensions.k8s.io", "customresourcedefinitions") => &CRDS,
+        _ => &PLAIN_STATIC,
+    }
+}
+
+/// The behaviour of custom resources.
+pub fn custom_resource_behavior() -> &'static Behavior {
+    static CUSTOM: Behavior = PLAIN;
+    &CUSTOM
+}
+
+fn obj_mut<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
+    if !v.get(key).is_some_and(Value::is_object) {
+        v[key] = json!({});
+    }
+    match v.get_mut(key).and_then(Value::as_object_mut) {
+        Some(m) => m,
+        None => unreachable!("just made an object"),
+    }
+}
+
+fn set_default(map: &mut Map<String, Value>, key: &str, value: Value) {
+    map.entry(key.to_string()).or_insert(value);
+}
+
+fn default_namespace(ns: &mut Value, ctx: &mut DefaultCtx<'_>) {
+    let spec = obj_mut(ns, "spec");
+    set_default(spec, "finalizers", json!(["kubernetes"]));
+    ns["status"] = json!({"phase": "Active"});
+    let labels = obj_mut(obj_mut_value(ns, "metadata"), "labels");
+    labels.insert("kubernetes.io/metadata.name".into(), json!(ctx.name));
+}
+
+fn obj_mut_value<'a>(v: &'a mut Value, key: &str) -> &'a mut Value {
+    obj_mut(v, key);
+    &mut v[key]
+}
+
+fn default_secret(secret: &mut Value, _: &mut DefaultCtx<'_>) {
+    if let Some(m) = secret.as_object_mut() {
+        set_default(m, "type", json!("Opaque"));
+    }
+}
+
+fn default_pod(pod: &mut Value, _: &mut DefaultCtx<'_>) {
+    let qos = qos_class(pod);
+    let spec = obj_mut(pod, "spec");
+    set_default(spec, "restartPolicy", json!("Always"));
+    set_default(spec, "dnsPolicy", json!("ClusterFirst"));
+    set_default(spec, "schedulerName", json!("default-scheduler"));
+    set_default(spec, "terminationGracePeriodSeconds", json!(30));
+    set_default(spec, "enableServiceLinks", json!(true));
+    pod["status"] = json!({"phase": "Pending", "qosClass": qos});
+}
+
+/// The pod's QoS class from its containers' requests and limits.
+fn qos_class(pod: &Value) -> &'static str {
+    let containers = pod["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        let requests = c["resources"]["requests"].as_object();
+        let limits = c["resources"]["limits"].as_object();
+        if requests.is_some_and(|r| !r.is_empty()) || limits.is_some_and(|l| !l.is_empty()) {
+            any = true;
+        }
+        for res in ["cpu", "memory"] {
+            let limit = limits.and_then(|l| l.get(res));
+            let request = requests.and_then(|r| r.get(res)).or(limit);
+            if limit.is_none() || request != limit {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+fn default_service(svc: &mut Value, ctx: &mut DefaultCtx<'_>) {
+    let spec = obj_mut(svc, "spec");
+    set_default(spec, "type", json!("ClusterIP"));
+    set_default(spec, "sessionAffinity", json!("None"));
+    if spec.get("type") != Some(&json!("ExternalName")) {
+        if !spec.contains_key("clusterIP") {
+            let n = *ctx.next_cluster_ip;
+            *ctx.next_cluster_ip += 1;
+            spec.insert(
+                "clusterIP".into(),
+                json!(format!("10.96.{}.{}", n / 256, n % 256)),
+            );
+        }
+        let ip = spec.get("clusterIP").cloned().unwrap_or(Value::Null);
+        set_default(spec, "clusterIPs", json!([ip]));
+        set_default(spec, "ipFamilies", json!(["IPv4"]));
+        set_default(spec, "ipFamilyPolicy", json!("SingleStack"));
+        set_default(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+            set_default(port, "protocol", json!("TCP"));
+            if let Some(p) = port.get("port").cloned() {
+                set_default(port, "targetPort", p);
+            }
+        }
+    }
+    svc["status"] = json!({"loadBalancer": {}});
+}
+
+fn default_job(job: &mut Value, ctx: &mut DefaultCtx<'_>) {
+    let uid = ctx.uid.to_string();
+    let name = ctx.name.to_string();
+    let spec = obj_mut(job, "spec");
+    set_default(spec, "parallelism", json!(1));
+    if !spec.contains_key("completions") && spec.get("completionMode") != Some(&json!("Indexed")) {
+        spec.insert("completions".into(), json!(1));
+    }
+    set_default(spec, "backoffLimit", json!(6));
+    set_default(spec, "completionMode", json!("NonIndexed"));
+    set_default(spec, "suspend", json!(false));
+    set_default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+    let manual = spec.get("manualSelector") == Some(&json!(true));
+    if !manual {
+        spec.insert(
+            "selector".into(),
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+        );
+        let template = spec.entry("template").or_insert_with(|| json!({}));
+        let labels = obj_mut(obj_mut_value(template, "metadata"), "labels");
+        labels.insert("batch.kubernetes.io/controller-uid".into(), json!(uid));
+        labels.insert("batch.kubernetes.io/job-name".into(), json!(name));
+        labels.insert("controller-uid".into(), json!(uid));
+        labels.insert("job-name".into(), json!(name));
+    }
+    job["status"] = json!({});
+}
+
+/// The status a real server gives an accepted CRD: names accepted and established at once (the real
+/// server takes a moment). `since` is the conditions' lastTransitionTime.
+pub fn crd_status_at(crd: &Value, since: &str) -> Value {
+    let names = crd["spec"]["names"].clone();
+    let stored: Vec<Value> = crd["spec"]["versions"]
+        .as_array()
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v["storage"] == json!(true))
+                .map(|v| v["name"].clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let condition = |type_: &str, reason: &str, message: &str| json!({"type": type_, "status": "True", "lastTransitionTime": since, "reason": reason, "message": message});
+    json!({
+        "conditions": [
+            condition("NamesAccepted", "NoConflicts", "no conflicts found"),
+            condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+        ],
+        "acceptedNames": names,
+        "storedVersions": stored,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx_default(obj: &mut Value, f: fn(&mut Value, &mut DefaultCtx<'_>)) -> u32 {
+        let mut ip = 1;
+        f(
+            obj,
+            &mut DefaultCtx {
+                uid: "u-1",
+                name: "n",
+                next_cluster_ip: &mut ip,
+            },
+        );
+        ip
+    }
+
+    #[test]
+    fn jobs_get_the_controller_uid_selector_and_template_labels() {
+        let mut job = json!({"spec": {"template": {"spec": {"containers": []}}}});
+        ctx_default(&mut job, default_job);
+        assert_eq!(
+            job["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"],
+            "u-1"
+        );
+        assert_eq!(
+            job["spec"]["template"]["metadata"]["labels"]["job-name"],
+            "n"
+        );
+        assert_eq!(job["spec"]["suspend"], false);
+        assert_eq!(job["spec"]["completions"], 1);
+    }
+
+    #[test]
+    fn pods_start_pending_with_their_qos_class() {
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}});
+        ctx_default(&mut pod, default_pod);
+        assert_eq!(
+            pod["status"],
+            json!({"phase": "Pending", "qosClass": "Guaranteed"})
+        );
+        let mut pod = json!({"spec": {"containers": [{"name": "c"}]}});
+        ctx_default(&mut pod, default_pod);
+        assert_eq!(pod["status"]["qosClass"], "BestEffort");
+    }
+
+    #[test]
+    fn services_get_a_cluster_ip_from_the_allocator() {
+        let mut svc = json!({"spec": {"ports": [{"port": 80}]}});
+        let next = ctx_default(&mut svc, default_service);
+        assert_eq!(svc["spec"]["clusterIP"], "10.96.0.1");
+        assert_eq!(svc["spec"]["ports"][0]["targetPort"], 80);
+        assert_eq!(next, 2);
+    }
+}

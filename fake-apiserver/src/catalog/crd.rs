@@ -1,0 +1,156 @@
+//! Turning an `apiextensions.k8s.io/v1` CustomResourceDefinition into served kinds.
+
+use serde_json::Value;
+
+use super::ResourceType;
+use super::behavior::custom_resource_behavior;
+use crate::error::FieldCause;
+
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    path.iter().fold(v, |v, k| &v[*k]).as_str().unwrap_or("")
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The kinds a CRD serves (one per served version), or the field problems that make it invalid.
+pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
+    let mut causes = Vec::new();
+    let name = str_at(crd, &["metadata", "name"]);
+    let group = str_at(crd, &["spec", "group"]);
+    let plural = str_at(crd, &["spec", "names", "plural"]);
+    let kind = str_at(crd, &["spec", "names", "kind"]);
+    let scope = str_at(crd, &["spec", "scope"]);
+    if group.is_empty() {
+        causes.push(FieldCause::required("spec.group", ""));
+    }
+    if plural.is_empty() {
+        causes.push(FieldCause::required("spec.names.plural", ""));
+    }
+    if kind.is_empty() {
+        causes.push(FieldCause::required("spec.names.kind", ""));
+    }
+    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
+        causes.push(FieldCause::invalid(
+            "metadata.name",
+            name,
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    let namespaced = match scope {
+        "Namespaced" => true,
+        "Cluster" => false,
+        "" => {
+            causes.push(FieldCause::required("spec.scope", ""));
+            true
+        }
+        other => {
+            causes.push(FieldCause {
+                reason: crate::error::CauseReason::NotSupported,
+                field: "spec.scope".into(),
+                message: format!(
+                    "Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""
+                ),
+            });
+            true
+        }
+    };
+    let versions = crd["spec"]["versions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if versions.is_empty() {
+        causes.push(FieldCause::invalid(
+            "spec.versions",
+            "",
+            "must have exactly one version marked as storage version",
+        ));
+    } else if versions
+        .iter()
+        .filter(|v| v["storage"] == Value::Bool(true))
+        .count()
+        != 1
+    {
+        causes.push(FieldCause::invalid(
+            "spec.versions",
+            "",
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    if !causes.is_empty() {
+        return Err(causes);
+    }
+    let names = &crd["spec"]["names"];
+    let singular = match str_at(names, &["singular"]) {
+        "" => kind.to_lowercase(),
+        s => s.to_string(),
+    };
+    let list_kind = match str_at(names, &["listKind"]) {
+        "" => format!("{kind}List"),
+        s => s.to_string(),
+    };
+    let storage = ResourceType::storage_key(group, plural);
+    Ok(versions
+        .iter()
+        .filter(|v| v["served"] != Value::Bool(false))
+        .map(|v| ResourceType {
+            group: group.to_string(),
+            version: str_at(v, &["name"]).to_string(),
+            kind: kind.to_string(),
+            list_kind: list_kind.clone(),
+            plural: plural.to_string(),
+            singular: singular.clone(),
+            namespaced,
+            status: v["subresources"]["status"].is_object(),
+            short_names: strings(&names["shortNames"]),
+            categories: strings(&names["categories"]),
+            create_only: false,
+            storage: storage.clone(),
+            behavior: custom_resource_behavior(),
+            crd: Some(name.to_string()),
+            decode_check: None,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn serves_each_served_version_with_its_subresources() {
+        let crd = json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
+                "versions": [
+                    {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}},
+                    {"name": "v1beta1", "served": false, "storage": false}
+                ]}
+        });
+        let types = crd_types(&crd).expect("valid");
+        assert_eq!(types.len(), 1);
+        assert_eq!(
+            (types[0].singular.as_str(), types[0].list_kind.as_str()),
+            ("widget", "WidgetList")
+        );
+        assert!(types[0].status);
+        assert_eq!(types[0].short_names, vec!["wd"]);
+    }
+
+    #[test]
+    fn a_crd_named_unlike_its_plural_and_group_is_invalid() {
+        let crd = json!({"metadata": {"name": "x"}, "spec": {"group": "g.io", "scope": "Cluster",
+            "names": {"plural": "ws", "kind": "W"}, "versions": [{"name": "v1", "served": true, "storage": true}]}});
+        let causes = crd_types(&crd).expect_err("invalid");
+        assert_eq!(causes[0].field, "metadata.name");
+    }
+}

@@ -1,0 +1,305 @@
+//! API errors, rendered as the `metav1.Status` bodies the real kube-apiserver writes.
+
+use serde_json::{Value, json};
+
+/// The reason of one cause inside an Invalid error's `details.causes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CauseReason {
+    Invalid,
+    Required,
+    Forbidden,
+    Duplicate,
+    NotSupported,
+    TooLong,
+}
+
+impl CauseReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            CauseReason::Invalid => "FieldValueInvalid",
+            CauseReason::Required => "FieldValueRequired",
+            CauseReason::Forbidden => "FieldValueForbidden",
+            CauseReason::Duplicate => "FieldValueDuplicate",
+            CauseReason::NotSupported => "FieldValueNotSupported",
+            CauseReason::TooLong => "FieldValueTooLong",
+        }
+    }
+}
+
+/// One field problem. `message` is the body without the field path, as the real server writes it
+/// (`Invalid value: "x": detail`), so that the Status message can be composed the real way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldCause {
+    pub reason: CauseReason,
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldCause {
+    pub fn invalid(field: impl Into<String>, value: &str, detail: &str) -> Self {
+        let value = serde_json::to_string(value).unwrap_or_default();
+        FieldCause {
+            reason: CauseReason::Invalid,
+            field: field.into(),
+            message: format!("Invalid value: {value}: {detail}"),
+        }
+    }
+
+    pub fn required(field: impl Into<String>, detail: &str) -> Self {
+        let message = if detail.is_empty() {
+            "Required value".to_string()
+        } else {
+            format!("Required value: {detail}")
+        };
+        FieldCause {
+            reason: CauseReason::Required,
+            field: field.into(),
+            message,
+        }
+    }
+
+    pub fn forbidden(field: impl Into<String>, detail: &str) -> Self {
+        FieldCause {
+            reason: CauseReason::Forbidden,
+            field: field.into(),
+            message: format!("Forbidden: {detail}"),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"reason": self.reason.as_str(), "message": self.message, "field": self.field})
+    }
+}
+
+/// An error answer of the API server. Every failing request ends as one of these.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+/// Names a resource in messages the way the real server does: `configmaps` or `jobs.batch`.
+pub fn qualified_resource(group: &str, plural: &str) -> String {
+    if group.is_empty() {
+        plural.to_string()
+    } else {
+        format!("{plural}.{group}")
+    }
+}
+
+fn name_details(group: &str, plural: &str, name: &str) -> Value {
+    let mut d = json!({"name": name, "kind": plural});
+    if !group.is_empty() {
+        d["group"] = json!(group);
+    }
+    d
+}
+
+impl ApiError {
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn not_found(group: &str, plural: &str, name: &str) -> Self {
+        ApiError {
+            details: Some(name_details(group, plural, name)),
+            ..Self::new(
+                404,
+                "NotFound",
+                format!("{} \"{name}\" not found", qualified_resource(group, plural)),
+            )
+        }
+    }
+
+    pub fn unknown_path() -> Self {
+        ApiError {
+            details: Some(json!({})),
+            ..Self::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+        }
+    }
+
+    pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
+        ApiError {
+            details: Some(name_details(group, plural, name)),
+            ..Self::new(
+                409,
+                "AlreadyExists",
+                format!(
+                    "{} \"{name}\" already exists",
+                    qualified_resource(group, plural)
+                ),
+            )
+        }
+    }
+
+    pub fn conflict(group: &str, plural: &str, name: &str, why: &str) -> Self {
+        ApiError {
+            details: Some(name_details(group, plural, name)),
+            ..Self::new(
+                409,
+                "Conflict",
+                format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                    qualified_resource(group, plural)
+                ),
+            )
+        }
+    }
+
+    pub fn stale(group: &str, plural: &str, name: &str) -> Self {
+        Self::conflict(
+            group,
+            plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 422 Invalid: `Kind "name" is invalid: <field>: <message>` (several causes in brackets).
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<FieldCause>) -> Self {
+        let parts: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        let summary = if parts.len() == 1 {
+            parts[0].clone()
+        } else {
+            format!("[{}]", parts.join(", "))
+        };
+        let mut details = json!({
+            "name": name,
+            "kind": kind,
+            "causes": causes.iter().map(FieldCause::to_json).collect::<Vec<_>>(),
+        });
+        if !group.is_empty() {
+            details["group"] = json!(group);
+        }
+        ApiError {
+            details: Some(details),
+            ..Self::new(
+                422,
+                "Invalid",
+                format!("{kind} \"{name}\" is invalid: {summary}"),
+            )
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    pub fn forbidden(group: &str, plural: &str, name: &str, why: &str) -> Self {
+        ApiError {
+            details: Some(name_details(group, plural, name)),
+            ..Self::new(
+                403,
+                "Forbidden",
+                format!(
+                    "{} \"{name}\" is forbidden: {why}",
+                    qualified_resource(group, plural)
+                ),
+            )
+        }
+    }
+
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(405, "MethodNotAllowed", message)
+    }
+
+    pub fn unsupported_media_type(message: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", message)
+    }
+
+    pub fn too_large() -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            "Request entity too large: limit is 3145728",
+        )
+    }
+
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// The `metav1.Status` body of this error.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(details) = &self.details {
+            status["details"] = details.clone();
+        }
+        status
+    }
+}
+
+/// The Status a successful delete answers with (for kinds that do not return the deleted object).
+pub fn success_status(group: &str, plural: &str, name: &str, uid: &str) -> Value {
+    let mut details = name_details(group, plural, name);
+    details["uid"] = json!(uid);
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details})
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_update_message_matches_the_real_server() {
+        let e = ApiError::stale("batch", "jobs", "x");
+        assert_eq!(
+            e.message,
+            "Operation cannot be fulfilled on jobs.batch \"x\": the object has been modified; please apply your changes to the latest version and try again"
+        );
+        assert_eq!(
+            e.to_status()["details"],
+            json!({"name": "x", "kind": "jobs", "group": "batch"})
+        );
+    }
+
+    #[test]
+    fn invalid_joins_several_causes_in_brackets() {
+        let e = ApiError::invalid(
+            "",
+            "ConfigMap",
+            "x",
+            vec![
+                FieldCause::required("metadata.name", ""),
+                FieldCause::forbidden("metadata.finalizers", "no"),
+            ],
+        );
+        assert_eq!(
+            e.message,
+            "ConfigMap \"x\" is invalid: [metadata.name: Required value, metadata.finalizers: Forbidden: no]"
+        );
+        assert_eq!(
+            e.to_status()["details"]["causes"][1]["reason"],
+            "FieldValueForbidden"
+        );
+    }
+}

@@ -1,0 +1,343 @@
+//! Programmable faults: latency, failing requests, closed watches and network partitions. Chaos and
+//! MultiKueue tests build on these. All timing is on the server's clock, so faults are virtual-time
+//! deterministic; fractions draw from a seeded generator.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::error::ApiError;
+
+/// The verb of a request, as Kubernetes names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    Get,
+    List,
+    Watch,
+    Create,
+    Update,
+    Patch,
+    Delete,
+    DeleteCollection,
+}
+
+/// What a fault is matched against.
+#[derive(Debug, Clone, Default)]
+pub struct RequestInfo {
+    pub verb: Option<Verb>,
+    pub group: String,
+    pub resource: String,
+    pub subresource: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone)]
+enum Action {
+    Fail(ApiError),
+    Delay(Duration),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Count {
+    Always,
+    Times(u32),
+    Fraction(f64),
+}
+
+/// One fault: which requests it matches, what it does, and how often.
+#[derive(Debug, Clone)]
+pub struct FaultRule {
+    verbs: Vec<Verb>,
+    resource: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+    action: Action,
+    count: Count,
+}
+
+impl FaultRule {
+    /// Answer matching requests with `code` and a Status whose reason fits the code.
+    pub fn fail(code: u16) -> Self {
+        let reason = match code {
+            400 => "BadRequest",
+            403 => "Forbidden",
+            404 => "NotFound",
+            409 => "Conflict",
+            429 => "TooManyRequests",
+            503 => "ServiceUnavailable",
+            504 => "Timeout",
+            _ => "InternalError",
+        };
+        Self::fail_with(ApiError::new(
+            code,
+            reason,
+            format!("injected fault: {reason}"),
+        ))
+    }
+
+    /// Answer matching requests with exactly this error.
+    pub fn fail_with(error: ApiError) -> Self {
+        Self::new(Action::Fail(error))
+    }
+
+    /// Hold matching requests for `delay` (on the server's clock) before serving them.
+    pub fn delay(delay: Duration) -> Self {
+        Self::new(Action::Delay(delay))
+    }
+
+    fn new(action: Action) -> Self {
+        FaultRule {
+            verbs: Vec::new(),
+            resource: None,
+            namespace: None,
+            name: None,
+            action,
+            count: Count::Always,
+        }
+    }
+
+    /// Only this verb (may be given several times).
+    pub fn verb(mut self, verb: Verb) -> Self {
+        self.verbs.push(verb);
+        self
+    }
+
+    /// Only this resource: a plural (`configmaps`) or `plural.group` (`jobs.batch`).
+    pub fn resource(mut self, resource: impl Into<String>) -> Self {
+        self.resource = Some(resource.into());
+        self
+    }
+
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Apply to the first `n` matching requests only.
+    pub fn times(mut self, n: u32) -> Self {
+        self.count = Count::Times(n);
+        self
+    }
+
+    /// Apply to this fraction (0.0..=1.0) of matching requests, drawn from the seeded generator.
+    pub fn fraction(mut self, f: f64) -> Self {
+        self.count = Count::Fraction(f.clamp(0.0, 1.0));
+        self
+    }
+
+    fn matches(&self, req: &RequestInfo) -> bool {
+        if !self.verbs.is_empty() && !req.verb.is_some_and(|v| self.verbs.contains(&v)) {
+            return false;
+        }
+        if let Some(r) = &self.resource {
+            let qualified = crate::error::qualified_resource(&req.group, &req.resource);
+            if *r != req.resource && *r != qualified {
+                return false;
+            }
+        }
+        self.namespace.as_ref().is_none_or(|n| *n == req.namespace)
+            && self.name.as_ref().is_none_or(|n| *n == req.name)
+    }
+}
+
+/// Identifies an injected fault, to remove it later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FaultId(u64);
+
+/// What the server must do with one request.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    pub delay: Duration,
+    pub fail: Option<ApiError>,
+}
+
+struct State {
+    rules: Vec<(FaultId, FaultRule)>,
+    next_id: u64,
+    partitioned_until: Option<tokio::time::Instant>,
+    rng: ChaCha8Rng,
+}
+
+/// The fault controls of one server. Cheap to clone.
+#[derive(Clone)]
+pub struct Faults {
+    state: Arc<Mutex<State>>,
+    on_close_watches: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl Faults {
+    pub(crate) fn new(seed: u64, on_close_watches: Arc<dyn Fn() + Send + Sync>) -> Self {
+        Faults {
+            state: Arc::new(Mutex::new(State {
+                rules: Vec::new(),
+                next_id: 0,
+                partitioned_until: None,
+                rng: ChaCha8Rng::seed_from_u64(seed),
+            })),
+            on_close_watches,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn inject(&self, rule: FaultRule) -> FaultId {
+        let mut s = self.lock();
+        s.next_id += 1;
+        let id = FaultId(s.next_id);
+        s.rules.push((id, rule));
+        id
+    }
+
+    pub fn remove(&self, id: FaultId) {
+        self.lock().rules.retain(|(i, _)| *i != id);
+    }
+
+    /// Remove every rule and end any partition.
+    pub fn clear(&self) {
+        let mut s = self.lock();
+        s.rules.clear();
+        s.partitioned_until = None;
+    }
+
+    /// End every open watch; clients must re-watch from their last resourceVersion.
+    pub fn close_watches(&self) {
+        (self.on_close_watches)();
+    }
+
+    /// Refuse every request (and cut open watches) for `duration` of the server's time.
+    pub fn partition(&self, duration: Duration) {
+        self.lock().partitioned_until = Some(tokio::time::Instant::now() + duration);
+        self.close_watches();
+    }
+
+    /// End a partition early.
+    pub fn heal(&self) {
+        self.lock().partitioned_until = None;
+    }
+
+    pub fn is_partitioned(&self) -> bool {
+        let mut s = self.lock();
+        match s.partitioned_until {
+            Some(until) if tokio::time::Instant::now() < until => true,
+            Some(_) => {
+                s.partitioned_until = None;
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// Decide what happens to a request, consuming counted rules.
+    pub fn judge(&self, req: &RequestInfo) -> Verdict {
+        let mut s = self.lock();
+        let mut verdict = Verdict::default();
+        let mut spent = Vec::new();
+        let State { rules, rng, .. } = &mut *s;
+        for (id, rule) in rules.iter_mut() {
+            if !rule.matches(req) {
+                continue;
+            }
+            let applies = match &mut rule.count {
+                Count::Always => true,
+                Count::Times(n) => {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        spent.push(*id);
+                    }
+                    true
+                }
+                Count::Fraction(f) => rng.random_bool(*f),
+            };
+            if !applies {
+                continue;
+            }
+            match &rule.action {
+                Action::Delay(d) => verdict.delay += *d,
+                Action::Fail(e) => {
+                    if verdict.fail.is_none() {
+                        verdict.fail = Some(e.clone());
+                    }
+                }
+            }
+        }
+        rules.retain(|(id, _)| !spent.contains(id));
+        verdict
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(verb: Verb, resource: &str, name: &str) -> RequestInfo {
+        RequestInfo {
+            verb: Some(verb),
+            resource: resource.into(),
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn counted_rules_apply_n_times_then_vanish() {
+        let f = Faults::new(1, Arc::new(|| {}));
+        f.inject(
+            FaultRule::fail(500)
+                .verb(Verb::Create)
+                .resource("configmaps")
+                .times(2),
+        );
+        assert!(f.judge(&req(Verb::Get, "configmaps", "a")).fail.is_none());
+        assert_eq!(
+            f.judge(&req(Verb::Create, "configmaps", "a"))
+                .fail
+                .map(|e| e.code),
+            Some(500)
+        );
+        assert!(
+            f.judge(&req(Verb::Create, "configmaps", "b"))
+                .fail
+                .is_some()
+        );
+        assert!(
+            f.judge(&req(Verb::Create, "configmaps", "c"))
+                .fail
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn fractions_are_reproducible_for_a_seed() {
+        let draw = || {
+            let f = Faults::new(7, Arc::new(|| {}));
+            f.inject(FaultRule::fail(503).fraction(0.5));
+            (0..64)
+                .map(|_| f.judge(&req(Verb::Get, "pods", "p")).fail.is_some())
+                .collect::<Vec<_>>()
+        };
+        let a = draw();
+        assert_eq!(a, draw());
+        assert!(a.iter().any(|x| *x) && a.iter().any(|x| !*x));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_partition_ends_by_itself() {
+        let f = Faults::new(1, Arc::new(|| {}));
+        f.partition(Duration::from_secs(30));
+        assert!(f.is_partitioned());
+        tokio::time::sleep(Duration::from_secs(31)).await;
+        assert!(!f.is_partitioned());
+    }
+}

@@ -1,0 +1,419 @@
+//! The HTTP adapter: one `tower::Service` that serves the store. `kube::Client` uses it directly
+//! in-process (no socket); the TCP server wraps the same service for kubectl and other processes.
+
+mod discovery;
+mod route;
+mod watch;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
+use serde_json::{Value, json};
+
+use crate::catalog::ResourceType;
+use crate::clock::Clock;
+use crate::error::{ApiError, ApiResult};
+use crate::faults::{Faults, RequestInfo, Verb};
+use crate::semantics::patch::{PatchKind, unsupported_patch};
+use crate::semantics::selectors::{FieldSelector, LabelSelector};
+use crate::store::{DeleteOptions, ListOptions, Propagation, Store, Subresource, WriteOptions};
+use route::{ResourcePath, Route};
+
+pub use discovery::KUBERNETES_MINOR;
+
+/// Response bodies: whole JSON documents or a streamed watch.
+pub type ResponseBody = UnsyncBoxBody<Bytes, Infallible>;
+
+/// The largest request body the real server takes.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// State shared by every connection of one server.
+pub struct Shared {
+    pub store: Mutex<Store>,
+    pub clock: Clock,
+    pub faults: Faults,
+}
+
+impl Shared {
+    pub fn store(&self) -> MutexGuard<'_, Store> {
+        self.store
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The API server as a `tower::Service`. Its error is the transport's: during a partition it
+/// refuses requests like a closed port would.
+#[derive(Clone)]
+pub struct ApiService {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl<B> tower::Service<Request<B>> for ApiService
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<ResponseBody>;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            if shared.faults.is_partitioned() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    "partitioned by a fault",
+                ));
+            }
+            Ok(handle(shared, req).await)
+        })
+    }
+}
+
+fn json_response(code: u16, body: &Value) -> Response<ResponseBody> {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let mut resp = Response::new(Full::new(Bytes::from(bytes)).boxed_unsync());
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+fn error_response(e: &ApiError) -> Response<ResponseBody> {
+    json_response(e.code, &e.to_status())
+}
+
+fn text_response(code: u16, text: &'static str) -> Response<ResponseBody> {
+    let mut resp = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed_unsync());
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain"),
+    );
+    resp
+}
+
+/// Query parameters; tolerates empty pairs (`?&watch=true`, as kube-rs sends).
+struct Query(HashMap<String, String>);
+
+impl Query {
+    fn parse(q: Option<&str>) -> Self {
+        Query(
+            url::form_urlencoded::parse(q.unwrap_or("").as_bytes())
+                .into_owned()
+                .filter(|(k, _)| !k.is_empty())
+                .collect(),
+        )
+    }
+    fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str)
+    }
+    fn flag(&self, k: &str) -> bool {
+        matches!(self.get(k), Some("true" | "1"))
+    }
+}
+
+async fn handle<B>(shared: Arc<Shared>, req: Request<B>) -> Response<ResponseBody>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (parts, body) = req.into_parts();
+    let query = Query::parse(parts.uri.query());
+    let route = route::route(parts.uri.path());
+    let info = request_info(&parts.method, &route, &query);
+    let verdict = shared.faults.judge(&info);
+    if !verdict.delay.is_zero() {
+        shared.clock.sleep(verdict.delay).await;
+    }
+    if let Some(e) = verdict.fail {
+        return error_response(&e);
+    }
+    let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            return error_response(&ApiError::too_large());
+        }
+        Err(e) => {
+            return error_response(&ApiError::bad_request(format!(
+                "reading the request body: {e}"
+            )));
+        }
+    };
+    tracing::debug!(method = %parts.method, uri = %parts.uri, "request");
+    let content_type = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let result = match route {
+        Route::Version => Ok(json_response(200, &discovery::version())),
+        Route::Health => return text_response(200, "ok"),
+        Route::CoreVersions => Ok(json_response(200, &discovery::core_versions())),
+        Route::Groups => Ok(json_response(
+            200,
+            &discovery::groups(shared.store().catalog()),
+        )),
+        Route::Group(g) => discovery::group(shared.store().catalog(), &g)
+            .map(|v| json_response(200, &v))
+            .ok_or_else(ApiError::unknown_path),
+        Route::Resources { group, version } => {
+            discovery::resources(shared.store().catalog(), &group, &version)
+                .map(|v| json_response(200, &v))
+                .ok_or_else(ApiError::unknown_path)
+        }
+        Route::Resource(path) => {
+            serve_resource(&shared, &parts.method, path, &query, &content_type, &body).await
+        }
+        Route::NotFound => Err(ApiError::unknown_path()),
+    };
+    result.unwrap_or_else(|e| error_response(&e))
+}
+
+fn request_info(method: &Method, route: &Route, query: &Query) -> RequestInfo {
+    let Route::Resource(p) = route else {
+        return RequestInfo {
+            verb: Some(Verb::Get),
+            ..Default::default()
+        };
+    };
+    let verb = match (method, p.name.is_some()) {
+        (&Method::GET, true) => Verb::Get,
+        (&Method::GET, false) if query.flag("watch") => Verb::Watch,
+        (&Method::GET, false) => Verb::List,
+        (&Method::POST, _) => Verb::Create,
+        (&Method::PUT, _) => Verb::Update,
+        (&Method::PATCH, _) => Verb::Patch,
+        (&Method::DELETE, true) => Verb::Delete,
+        (&Method::DELETE, false) => Verb::DeleteCollection,
+        _ => return RequestInfo::default(),
+    };
+    RequestInfo {
+        verb: Some(verb),
+        group: p.group.clone(),
+        resource: p.plural.clone(),
+        subresource: p.subresource.clone().unwrap_or_default(),
+        namespace: p.namespace.clone().unwrap_or_default(),
+        name: p.name.clone().unwrap_or_default(),
+    }
+}
+
+/// Decode a create or update body (JSON or YAML) and check it against the kind's typed form.
+fn decode_body(rt: &ResourceType, content_type: &str, body: &[u8]) -> ApiResult<Value> {
+    let mime = content_type.split(';').next().unwrap_or("").trim();
+    let cannot = |e: String| {
+        ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: {e}",
+            rt.kind, rt.version, rt.kind
+        ))
+    };
+    let value: Value = match mime {
+        "" | "application/json" | "*/*" => {
+            serde_json::from_slice(body).map_err(|e| cannot(e.to_string()))?
+        }
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            serde_yaml::from_slice(body).map_err(|e| cannot(e.to_string()))?
+        }
+        "application/vnd.kubernetes.protobuf" => {
+            return Err(ApiError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (protobuf is not supported by this fake API server: use `kubectl apply -f` or `kubectl create -f` with YAML or JSON)",
+            ));
+        }
+        other => {
+            return Err(ApiError::unsupported_media_type(format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {other:?})"
+            )));
+        }
+    };
+    if !value.is_object() {
+        return Err(cannot("the body is not a JSON object".into()));
+    }
+    if let Some(check) = rt.decode_check {
+        check(&value).map_err(cannot)?;
+    }
+    Ok(value)
+}
+
+fn list_options(query: &Query) -> ApiResult<ListOptions> {
+    let bad = |e: crate::semantics::selectors::SelectorError| ApiError::bad_request(e.0);
+    Ok(ListOptions {
+        labels: LabelSelector::parse(query.get("labelSelector").unwrap_or("")).map_err(bad)?,
+        fields: FieldSelector::parse(query.get("fieldSelector").unwrap_or("")).map_err(bad)?,
+        limit: match query.get("limit") {
+            None | Some("") => None,
+            Some(l) => Some(
+                l.parse::<usize>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))?,
+            ),
+        },
+        continue_token: query.get("continue").map(String::from),
+    })
+}
+
+fn dry_run(query: &Query, body: Option<&Value>) -> ApiResult<bool> {
+    let from_body = body
+        .and_then(|b| b["dryRun"].as_array())
+        .is_some_and(|a| a.iter().any(|v| v == "All"));
+    match query.get("dryRun") {
+        None | Some("") => Ok(from_body),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+        ))),
+    }
+}
+
+fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
+    let body: Value = if body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+    };
+    let policy = query
+        .get("propagationPolicy")
+        .or_else(|| body["propagationPolicy"].as_str());
+    let propagation = match policy {
+        None | Some("") => None,
+        Some("Background") => Some(Propagation::Background),
+        Some("Foreground") => Some(Propagation::Foreground),
+        Some("Orphan") => Some(Propagation::Orphan),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "propagationPolicy: Unsupported value: {other:?}: supported values: \"Background\", \"Foreground\", \"Orphan\""
+            )));
+        }
+    };
+    let propagation = match (propagation, body["orphanDependents"].as_bool()) {
+        (None, Some(true)) => Some(Propagation::Orphan),
+        (p, _) => p,
+    };
+    Ok(DeleteOptions {
+        dry_run: dry_run(query, Some(&body))?,
+        propagation,
+        precondition_uid: body["preconditions"]["uid"].as_str().map(String::from),
+        precondition_rv: body["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(String::from),
+    })
+}
+
+async fn serve_resource(
+    shared: &Arc<Shared>,
+    method: &Method,
+    path: ResourcePath,
+    query: &Query,
+    content_type: &str,
+    body: &[u8],
+) -> ApiResult<Response<ResponseBody>> {
+    let rt = shared
+        .store()
+        .catalog()
+        .lookup(&path.group, &path.version, &path.plural)
+        .ok_or_else(ApiError::unknown_path)?;
+    if path.namespace.is_some() && !rt.namespaced {
+        return Err(ApiError::unknown_path());
+    }
+    let sub = match path.subresource.as_deref() {
+        None => Subresource::Main,
+        Some("status") if rt.status => Subresource::Status,
+        // A namespace's finalize subresource writes spec.finalizers.
+        Some("finalize") if rt.plural == "namespaces" && rt.group.is_empty() => Subresource::Main,
+        Some(_) => return Err(ApiError::unknown_path()),
+    };
+    let ns = path.namespace.clone().unwrap_or_default();
+    if rt.namespaced && path.name.is_some() && ns.is_empty() {
+        return Err(ApiError::unknown_path());
+    }
+    let name = path.name.clone();
+    let write = |body: Option<&Value>| -> ApiResult<WriteOptions> {
+        Ok(WriteOptions {
+            dry_run: dry_run(query, body)?,
+        })
+    };
+    match (method, name) {
+        (&Method::GET, Some(name)) => Ok(json_response(200, &shared.store().get(&rt, &ns, &name)?)),
+        (&Method::GET, None) => {
+            let opts = list_options(query)?;
+            let ns_filter = path.namespace.as_deref();
+            if query.flag("watch") {
+                return watch::serve_watch(
+                    shared.clone(),
+                    rt,
+                    ns_filter.map(String::from),
+                    opts,
+                    query,
+                );
+            }
+            let page = shared.store().list(&rt, ns_filter, &opts)?;
+            Ok(json_response(200, &page.to_json(&rt)))
+        }
+        (&Method::POST, None) if sub == Subresource::Main => {
+            let obj = decode_body(&rt, content_type, body)?;
+            let opts = write(Some(&obj))?;
+            Ok(json_response(
+                201,
+                &shared.store().create(&rt, &ns, obj, &opts)?,
+            ))
+        }
+        (&Method::PUT, Some(name)) => {
+            let obj = decode_body(&rt, content_type, body)?;
+            let opts = write(Some(&obj))?;
+            Ok(json_response(
+                200,
+                &shared.store().update(&rt, &ns, &name, obj, sub, &opts)?,
+            ))
+        }
+        (&Method::PATCH, Some(name)) => {
+            let kind = PatchKind::from_content_type(content_type)
+                .ok_or_else(|| unsupported_patch(content_type))?;
+            let opts = write(None)?;
+            Ok(json_response(
+                200,
+                &shared
+                    .store()
+                    .patch(&rt, &ns, &name, kind, body, sub, &opts)?,
+            ))
+        }
+        (&Method::DELETE, Some(name)) if sub == Subresource::Main => {
+            let opts = delete_options(query, body)?;
+            match shared.store().delete(&rt, &ns, &name, &opts)? {
+                crate::store::Deleted::Pending(obj) => Ok(json_response(202, &obj)),
+                crate::store::Deleted::Gone(obj) => Ok(json_response(200, &obj)),
+            }
+        }
+        (&Method::DELETE, None) => {
+            let list = list_options(query)?;
+            let opts = delete_options(query, body)?;
+            let ns_filter = path.namespace.as_deref();
+            Ok(json_response(
+                200,
+                &shared
+                    .store()
+                    .delete_collection(&rt, ns_filter, &list, &opts)?,
+            ))
+        }
+        (m, _) => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource: {m}"
+        ))),
+    }
+}

@@ -1,0 +1,136 @@
+//! URL paths to what they address.
+
+/// A resource request path: `/api/v1/namespaces/ns/pods/name/status` and the like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourcePath {
+    pub group: String,
+    pub version: String,
+    pub namespace: Option<String>,
+    pub plural: String,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Version,
+    Health,
+    /// `/api`: the core group's versions.
+    CoreVersions,
+    /// `/apis`: every other group.
+    Groups,
+    Group(String),
+    /// `/api/v1` or `/apis/<group>/<version>`.
+    Resources {
+        group: String,
+        version: String,
+    },
+    Resource(ResourcePath),
+    NotFound,
+}
+
+pub fn route(path: &str) -> Route {
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    match segs.as_slice() {
+        ["version"] => Route::Version,
+        ["healthz" | "livez" | "readyz", ..] => Route::Health,
+        ["api"] => Route::CoreVersions,
+        ["apis"] => Route::Groups,
+        ["apis", group] => Route::Group(group.to_string()),
+        ["api", version] => Route::Resources {
+            group: String::new(),
+            version: version.to_string(),
+        },
+        ["apis", group, version] => Route::Resources {
+            group: group.to_string(),
+            version: version.to_string(),
+        },
+        ["api", version, rest @ ..] => resource("", version, rest),
+        ["apis", group, version, rest @ ..] => resource(group, version, rest),
+        _ => Route::NotFound,
+    }
+}
+
+fn resource(group: &str, version: &str, rest: &[&str]) -> Route {
+    let path = |namespace: Option<&str>, plural: &str, name: Option<&&str>, sub: Option<&&str>| {
+        Route::Resource(ResourcePath {
+            group: group.to_string(),
+            version: version.to_string(),
+            namespace: namespace.map(String::from),
+            plural: plural.to_string(),
+            name: name.map(|s| s.to_string()),
+            subresource: sub.map(|s| s.to_string()),
+        })
+    };
+    match rest {
+        // A namespace object itself, or one of its subresources.
+        ["namespaces"] => path(None, "namespaces", None, None),
+        ["namespaces", name] => path(None, "namespaces", Some(name), None),
+        ["namespaces", name, sub @ ("status" | "finalize")] => {
+            path(None, "namespaces", Some(name), Some(sub))
+        }
+        ["namespaces", ns, plural] => path(Some(ns), plural, None, None),
+        ["namespaces", ns, plural, name] => path(Some(ns), plural, Some(name), None),
+        ["namespaces", ns, plural, name, sub] => path(Some(ns), plural, Some(name), Some(sub)),
+        [plural] => path(None, plural, None, None),
+        [plural, name] => path(None, plural, Some(name), None),
+        [plural, name, sub] => path(None, plural, Some(name), Some(sub)),
+        _ => Route::NotFound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rp(
+        group: &str,
+        ns: Option<&str>,
+        plural: &str,
+        name: Option<&str>,
+        sub: Option<&str>,
+    ) -> Route {
+        Route::Resource(ResourcePath {
+            group: group.into(),
+            version: "v1".into(),
+            namespace: ns.map(Into::into),
+            plural: plural.into(),
+            name: name.map(Into::into),
+            subresource: sub.map(Into::into),
+        })
+    }
+
+    #[test]
+    fn routes_resource_paths() {
+        assert_eq!(
+            route("/api/v1/namespaces"),
+            rp("", None, "namespaces", None, None)
+        );
+        assert_eq!(
+            route("/api/v1/namespaces/ns"),
+            rp("", None, "namespaces", Some("ns"), None)
+        );
+        assert_eq!(
+            route("/api/v1/namespaces/ns/status"),
+            rp("", None, "namespaces", Some("ns"), Some("status"))
+        );
+        assert_eq!(
+            route("/api/v1/namespaces/ns/pods"),
+            rp("", Some("ns"), "pods", None, None)
+        );
+        assert_eq!(
+            route("/apis/batch/v1/namespaces/ns/jobs/j/status"),
+            rp("batch", Some("ns"), "jobs", Some("j"), Some("status"))
+        );
+        assert_eq!(
+            route("/api/v1/nodes/n1"),
+            rp("", None, "nodes", Some("n1"), None)
+        );
+        assert_eq!(route("/apis/apps"), Route::Group("apps".into()));
+        assert_eq!(route("/nonsense/path"), Route::NotFound);
+    }
+}

@@ -1,0 +1,157 @@
+//! Validation of `metadata` on writes, worded like the real server.
+
+use serde_json::Value;
+
+use super::names;
+use crate::catalog::NameRule;
+use crate::error::FieldCause;
+
+/// Field problems in an object's metadata (empty = valid).
+pub fn validate_metadata(obj: &Value, rule: NameRule) -> Vec<FieldCause> {
+    let mut causes = Vec::new();
+    let meta = &obj["metadata"];
+    let name = meta["name"].as_str().unwrap_or("");
+    if name.is_empty() {
+        causes.push(FieldCause::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
+    } else {
+        let problems = match rule {
+            NameRule::Subdomain => names::is_dns1123_subdomain(name),
+            NameRule::Label => names::is_dns1123_label(name),
+            NameRule::PathSegment => names::is_path_segment_name(name),
+        };
+        causes.extend(
+            problems
+                .iter()
+                .map(|p| FieldCause::invalid("metadata.name", name, p)),
+        );
+    }
+    if let Some(labels) = meta["labels"].as_object() {
+        for (k, v) in labels {
+            for p in names::is_qualified_name(k) {
+                causes.push(FieldCause::invalid("metadata.labels", k, &p));
+            }
+            match v.as_str() {
+                Some(s) => causes.extend(
+                    names::is_valid_label_value(s)
+                        .iter()
+                        .map(|p| FieldCause::invalid(format!("metadata.labels[{k}]"), s, p)),
+                ),
+                None => causes.push(FieldCause::invalid(
+                    format!("metadata.labels[{k}]"),
+                    &v.to_string(),
+                    "must be a string",
+                )),
+            }
+        }
+    }
+    if let Some(annotations) = meta["annotations"].as_object() {
+        for k in annotations.keys() {
+            for p in names::is_qualified_name(&k.to_lowercase()) {
+                causes.push(FieldCause::invalid("metadata.annotations", k, &p));
+            }
+        }
+        let size: usize = annotations
+            .iter()
+            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+            .sum();
+        if size > 256 * 1024 {
+            causes.push(FieldCause {
+                reason: crate::error::CauseReason::TooLong,
+                field: "metadata.annotations".into(),
+                message: "Too long: may not be more than 262144 bytes".into(),
+            });
+        }
+    }
+    if let Some(finalizers) = meta["finalizers"].as_array() {
+        for (i, f) in finalizers.iter().enumerate() {
+            let f = f.as_str().unwrap_or("");
+            for p in names::is_qualified_name(f) {
+                causes.push(FieldCause::invalid(
+                    format!("metadata.finalizers[{i}]"),
+                    f,
+                    &p,
+                ));
+            }
+        }
+    }
+    if let Some(owners) = meta["ownerReferences"].as_array() {
+        for (i, o) in owners.iter().enumerate() {
+            for field in ["apiVersion", "kind", "name", "uid"] {
+                if o[field].as_str().unwrap_or("").is_empty() {
+                    causes.push(FieldCause::invalid(
+                        format!("metadata.ownerReferences[{i}].{field}"),
+                        "",
+                        &format!("{field} must not be empty"),
+                    ));
+                }
+            }
+        }
+        let controllers = owners
+            .iter()
+            .filter(|o| o["controller"] == Value::Bool(true))
+            .count();
+        if controllers > 1 {
+            causes.push(FieldCause::invalid(
+                "metadata.ownerReferences",
+                "",
+                "Only one reference can have Controller set to true",
+            ));
+        }
+    }
+    causes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_bad_name_is_reported_with_the_real_wording() {
+        let causes = validate_metadata(
+            &json!({"metadata": {"name": "Bad_Name"}}),
+            NameRule::Subdomain,
+        );
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].field, "metadata.name");
+        assert!(
+            causes[0]
+                .message
+                .starts_with("Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain")
+        );
+    }
+
+    #[test]
+    fn namespaces_need_dns_labels() {
+        assert!(
+            validate_metadata(&json!({"metadata": {"name": "a.b"}}), NameRule::Label).len() == 1
+        );
+        assert!(
+            validate_metadata(&json!({"metadata": {"name": "a.b"}}), NameRule::Subdomain)
+                .is_empty()
+        );
+        assert!(
+            validate_metadata(
+                &json!({"metadata": {"name": "system:admin"}}),
+                NameRule::PathSegment
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn label_values_and_owner_references_are_checked() {
+        let obj = json!({"metadata": {"name": "x", "labels": {"a": "-bad"}, "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p"}]}});
+        let fields: Vec<String> = validate_metadata(&obj, NameRule::Subdomain)
+            .into_iter()
+            .map(|c| c.field)
+            .collect();
+        assert_eq!(
+            fields,
+            vec!["metadata.labels[a]", "metadata.ownerReferences[0].uid"]
+        );
+    }
+}

@@ -1,0 +1,8 @@
+//! Pure API semantics, testable without HTTP: names, selectors, patches, metadata validation,
+//! event version conversion.
+
+pub mod event_versions;
+pub mod meta;
+pub mod names;
+pub mod patch;
+pub mod selectors;

@@ -1,0 +1,324 @@
+//! Starting a server: the builder, the in-process client, and serving the same handler on TCP.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use jiff::Timestamp;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::clock::Clock;
+use crate::error::ApiError;
+use crate::faults::Faults;
+use crate::http::{ApiService, Shared};
+use crate::store::{Store, StoreConfig, WriteOptions};
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("reading CRD file {path}: {source}")]
+    ReadCrd {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: document {index} is not valid YAML: {source}")]
+    ParseCrd {
+        path: String,
+        index: usize,
+        source: serde_yaml::Error,
+    },
+    #[error("{path}: document {index} ({name}) was refused: {source}")]
+    RegisterCrd {
+        path: String,
+        index: usize,
+        name: String,
+        source: ApiError,
+    },
+    #[error("binding {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// Configures a [`FakeApiServer`].
+#[derive(Default)]
+pub struct Builder {
+    start_time: Option<Timestamp>,
+    config: StoreConfig,
+    crds: Vec<(String, String)>,
+}
+
+impl Builder {
+    /// Run on a clock that starts at `start`. Inside a paused tokio runtime this makes every
+    /// timestamp deterministic; without it the server uses the system's wall time.
+    pub fn start_time(mut self, start: Timestamp) -> Self {
+        self.start_time = Some(start);
+        self
+    }
+
+    /// Seed for uids, generateName suffixes and fractional faults.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.config.seed = seed;
+        self
+    }
+
+    /// How many changes watches can resume from before they get 410 Expired.
+    pub fn history_limit(mut self, changes: usize) -> Self {
+        self.config.history_limit = changes.max(1);
+        self
+    }
+
+    /// Install the CustomResourceDefinitions in this YAML (one or more documents) at start.
+    /// `origin` names the source in errors.
+    pub fn crds_yaml(mut self, origin: impl Into<String>, yaml: impl Into<String>) -> Self {
+        self.crds.push((origin.into(), yaml.into()));
+        self
+    }
+
+    /// Install every `*.yaml`/`*.yml` file of a directory (sorted by name) as CRDs.
+    pub fn crds_dir(mut self, dir: &Path) -> Result<Self, StartError> {
+        let read_err = |source| StartError::ReadCrd {
+            path: dir.display().to_string(),
+            source,
+        };
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map_err(read_err)?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+            .collect();
+        files.sort();
+        for f in files {
+            let text = std::fs::read_to_string(&f).map_err(|source| StartError::ReadCrd {
+                path: f.display().to_string(),
+                source,
+            })?;
+            self = self.crds_yaml(f.display().to_string(), text);
+        }
+        Ok(self)
+    }
+
+    pub fn build(self) -> Result<FakeApiServer, StartError> {
+        let clock = match self.start_time {
+            Some(t) => Clock::starting_at(t),
+            None => Clock::system(),
+        };
+        let store = Store::new(clock.clone(), self.config.clone());
+        let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
+            let weak = weak.clone();
+            let close = Arc::new(move || {
+                if let Some(shared) = weak.upgrade() {
+                    shared.store().close_watches();
+                }
+            });
+            Shared {
+                store: Mutex::new(store),
+                clock: clock.clone(),
+                faults: Faults::new(self.config.seed, close),
+            }
+        });
+        let server = FakeApiServer { shared };
+        for (origin, yaml) in &self.crds {
+            server.install_crds(origin, yaml)?;
+        }
+        Ok(server)
+    }
+}
+
+/// One fake API server. Cheap to clone; many may run in one process.
+#[derive(Clone)]
+pub struct FakeApiServer {
+    shared: Arc<Shared>,
+}
+
+impl FakeApiServer {
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// A client talking to this server in-process, without a socket. Needs a tokio runtime.
+    pub fn client(&self) -> kube::Client {
+        kube::Client::new(self.service(), "default")
+    }
+
+    /// The server as a `tower::Service` (what [`FakeApiServer::client`] wraps).
+    pub fn service(&self) -> ApiService {
+        ApiService {
+            shared: self.shared.clone(),
+        }
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.shared.clock
+    }
+
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+
+    /// The global resourceVersion now.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.store().resource_version()
+    }
+
+    /// How many watch streams are open.
+    pub fn watcher_count(&self) -> usize {
+        let mut store = self.shared.store();
+        store.prune_watchers();
+        store.watcher_count()
+    }
+
+    /// Create (or replace) the CRDs in a YAML stream. Returns how many were installed.
+    pub fn install_crds(&self, origin: &str, yaml: &str) -> Result<usize, StartError> {
+        let mut count = 0;
+        for (index, doc) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
+            let value: Value =
+                serde::Deserialize::deserialize(doc).map_err(|source| StartError::ParseCrd {
+                    path: origin.to_string(),
+                    index,
+                    source,
+                })?;
+            if value.is_null() {
+                continue;
+            }
+            let name = value["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let mut store = self.shared.store();
+            let Some(rt) =
+                store
+                    .catalog()
+                    .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            else {
+                continue;
+            };
+            let result = match store.get(&rt, "", &name) {
+                Ok(existing) => {
+                    let mut v = value.clone();
+                    v["metadata"]["resourceVersion"] =
+                        existing["metadata"]["resourceVersion"].clone();
+                    store.update(
+                        &rt,
+                        "",
+                        &name,
+                        v,
+                        crate::store::Subresource::Main,
+                        &WriteOptions::default(),
+                    )
+                }
+                Err(_) => store.create(&rt, "", value, &WriteOptions::default()),
+            };
+            result.map_err(|source| StartError::RegisterCrd {
+                path: origin.to_string(),
+                index,
+                name,
+                source,
+            })?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    /// Serve this server on TCP (plain HTTP) until the returned handle is shut down or dropped.
+    pub async fn serve_tcp(&self, addr: SocketAddr) -> Result<TcpServer, StartError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| StartError::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| StartError::Bind { addr, source })?;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let service = self.service();
+        let faults = self.shared.faults.clone();
+        let task = tokio::spawn(accept_loop(listener, service, faults, stop_rx));
+        Ok(TcpServer {
+            addr: local,
+            stop: stop_tx,
+            task: Some(task),
+        })
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    service: ApiService,
+    faults: Faults,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                if faults.is_partitioned() {
+                    drop(stream);
+                    continue;
+                }
+                let svc = TowerToHyperService::new(service.clone());
+                connections.spawn(async move {
+                    let builder = auto::Builder::new(TokioExecutor::new());
+                    if let Err(e) = builder.serve_connection(TokioIo::new(stream), svc).await {
+                        tracing::debug!(%e, "connection ended");
+                    }
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    connections.shutdown().await;
+}
+
+/// A running TCP endpoint of a [`FakeApiServer`]. Dropping it stops serving.
+pub struct TcpServer {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TcpServer {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A kubeconfig that kubectl and kube-rs accept, pointing at this endpoint.
+    pub fn kubeconfig(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: tollgate\n  cluster:\n    server: {}\ncontexts:\n- name: tollgate\n  context:\n    cluster: tollgate\n    user: tollgate\n    namespace: default\ncurrent-context: tollgate\nusers:\n- name: tollgate\n  user: {{}}\npreferences: {{}}\n",
+            self.url()
+        )
+    }
+
+    /// Write the kubeconfig to `path` (atomically: a temporary file renamed into place).
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, self.kubeconfig())?;
+        std::fs::rename(&tmp, path)
+    }
+
+    /// Stop accepting and close every connection.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for TcpServer {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}

@@ -1,0 +1,337 @@
+//! The object store: every object, the one global resourceVersion, the bounded change history that
+//! watches resume from, and the indexes the garbage collector needs. Plain data and functions, no
+//! IO: the HTTP layer calls these under one lock, so every write is atomic and totally ordered.
+
+mod lifecycle;
+mod read;
+mod watch;
+mod write;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::catalog::{Catalog, ResourceType};
+use crate::clock::Clock;
+use crate::semantics::selectors::{FieldSelector, LabelSelector};
+
+pub use read::ListPage;
+pub use watch::{WatchInit, WatchStart, bookmark as watch_bookmark};
+pub use write::Deleted;
+
+/// Where one object lives: its storage (shared by all versions of a group/resource), namespace
+/// ("" for cluster-scoped kinds) and name. Ordered like etcd keys, so lists come out sorted.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjKey {
+    pub storage: Arc<str>,
+    pub namespace: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl ChangeType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeType::Added => "ADDED",
+            ChangeType::Modified => "MODIFIED",
+            ChangeType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change, as watches see it. `old` is the previous state, so that a watch with a
+/// selector can tell an object entering or leaving its selection.
+#[derive(Debug)]
+pub struct Change {
+    pub rv: u64,
+    pub kind: ChangeType,
+    pub key: ObjKey,
+    pub object: Arc<Value>,
+    pub old: Option<Arc<Value>>,
+}
+
+/// Which part of an object a write may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subresource {
+    Main,
+    Status,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    Background,
+    Foreground,
+    Orphan,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    pub dry_run: bool,
+    pub propagation: Option<Propagation>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+}
+
+/// Tunables of a store.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// How many changes are kept for watches to resume from; older resourceVersions get 410 Expired.
+    pub history_limit: usize,
+    /// Seed of the generator behind uids and generateName suffixes.
+    pub seed: u64,
+    /// How many undelivered events a watcher may fall behind before it is closed.
+    pub watcher_buffer: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            history_limit: 10_000,
+            seed: 0x7011_6a7e,
+            watcher_buffer: 10_000,
+        }
+    }
+}
+
+pub struct Store {
+    catalog: Catalog,
+    clock: Clock,
+    config: StoreConfig,
+    objects: BTreeMap<ObjKey, Arc<Value>>,
+    rv: u64,
+    history: VecDeque<Arc<Change>>,
+    /// Changes up to and including this resourceVersion have left the history.
+    compacted_rv: u64,
+    watchers: HashMap<Arc<str>, Vec<mpsc::Sender<Arc<Change>>>>,
+    uids: HashMap<String, ObjKey>,
+    /// owner uid -> objects naming it in ownerReferences.
+    dependents: HashMap<String, BTreeSet<ObjKey>>,
+    /// Objects with lifecycle work left: terminating namespaces and CRDs, owners being deleted in
+    /// the foreground or orphaning their dependents.
+    pending: BTreeSet<ObjKey>,
+    /// Owners that have just gone: their dependents are checked by the garbage collector.
+    gone_owners: VecDeque<String>,
+    rng: ChaCha8Rng,
+    next_cluster_ip: u32,
+}
+
+impl Store {
+    pub fn new(clock: Clock, config: StoreConfig) -> Self {
+        let rng = ChaCha8Rng::seed_from_u64(config.seed);
+        let mut store = Store {
+            catalog: Catalog::builtin(),
+            clock,
+            config,
+            objects: BTreeMap::new(),
+            rv: 0,
+            history: VecDeque::new(),
+            compacted_rv: 0,
+            watchers: HashMap::new(),
+            uids: HashMap::new(),
+            dependents: HashMap::new(),
+            pending: BTreeSet::new(),
+            gone_owners: VecDeque::new(),
+            rng,
+            next_cluster_ip: 1,
+        };
+        store.bootstrap();
+        store
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub fn resource_version(&self) -> u64 {
+        self.rv
+    }
+
+    /// How many objects are stored.
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// What a fresh cluster holds: the default namespaces (each with its default ServiceAccount) and
+    /// the `kubernetes` Service.
+    fn bootstrap(&mut self) {
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            self.bootstrap_object(
+                "",
+                "v1",
+                "namespaces",
+                "",
+                json!({"metadata": {"name": ns}}),
+            );
+        }
+        self.bootstrap_object(
+            "",
+            "v1",
+            "services",
+            "default",
+            json!({
+                "metadata": {"name": "kubernetes", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]},
+            }),
+        );
+    }
+
+    fn bootstrap_object(&mut self, group: &str, version: &str, plural: &str, ns: &str, obj: Value) {
+        let Some(rt) = self.catalog.lookup(group, version, plural) else {
+            tracing::error!(plural, "built-in kind missing from the catalogue");
+            return;
+        };
+        if let Err(e) = self.create(&rt, ns, obj, &WriteOptions::default()) {
+            tracing::error!(%e, plural, "could not create a default object");
+        }
+    }
+
+    fn new_uid(&mut self) -> String {
+        let b: [u8; 16] = self.rng.random();
+        format!(
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            u16::from_be_bytes([b[4], b[5]]),
+            u16::from_be_bytes([b[6], b[7]]) & 0x0fff,
+            (u16::from_be_bytes([b[8], b[9]]) & 0x3fff) | 0x8000,
+            u64::from_be_bytes([0, 0, b[10], b[11], b[12], b[13], b[14], b[15]]),
+        )
+    }
+
+    fn key(rt: &ResourceType, ns: &str, name: &str) -> ObjKey {
+        ObjKey {
+            storage: rt.storage.clone(),
+            namespace: if rt.namespaced {
+                ns.to_string()
+            } else {
+                String::new()
+            },
+            name: name.to_string(),
+        }
+    }
+
+    /// Store `obj` under `key` as a new resourceVersion and tell the watchers.
+    fn commit(&mut self, key: ObjKey, mut obj: Value, kind: ChangeType) -> Arc<Value> {
+        self.rv += 1;
+        obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
+        let obj = Arc::new(obj);
+        let old = match kind {
+            ChangeType::Deleted => self.objects.remove(&key),
+            _ => self.objects.insert(key.clone(), obj.clone()),
+        };
+        self.reindex(
+            &key,
+            old.as_deref(),
+            (kind != ChangeType::Deleted).then_some(&*obj),
+        );
+        let change = Arc::new(Change {
+            rv: self.rv,
+            kind,
+            key,
+            object: obj.clone(),
+            old,
+        });
+        self.record(change);
+        obj
+    }
+
+    fn record(&mut self, change: Arc<Change>) {
+        if let Some(list) = self.watchers.get_mut(&change.key.storage) {
+            list.retain(|tx| tx.try_send(change.clone()).is_ok());
+        }
+        self.history.push_back(change);
+        while self.history.len() > self.config.history_limit {
+            if let Some(dropped) = self.history.pop_front() {
+                self.compacted_rv = dropped.rv;
+            }
+        }
+    }
+
+    /// Keep the uid and owner indexes in step with a change from `old` to `new`.
+    fn reindex(&mut self, key: &ObjKey, old: Option<&Value>, new: Option<&Value>) {
+        let owners = |v: Option<&Value>| -> BTreeSet<String> {
+            v.and_then(|v| v["metadata"]["ownerReferences"].as_array())
+                .map(|refs| {
+                    refs.iter()
+                        .filter_map(|r| r["uid"].as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let (before, after) = (owners(old), owners(new));
+        for uid in before.difference(&after) {
+            if let Some(set) = self.dependents.get_mut(uid) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.dependents.remove(uid);
+                }
+            }
+        }
+        for uid in after.difference(&before) {
+            self.dependents
+                .entry(uid.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        if let Some(uid) = old.and_then(|o| o["metadata"]["uid"].as_str()) {
+            if new.is_none() {
+                self.uids.remove(uid);
+                self.gone_owners.push_back(uid.to_string());
+                self.pending.remove(key);
+            }
+        }
+        if let Some(uid) = new.and_then(|o| o["metadata"]["uid"].as_str()) {
+            self.uids.insert(uid.to_string(), key.clone());
+        }
+    }
+
+    /// A 5-character generateName suffix from the store's deterministic generator.
+    fn name_suffix(&mut self) -> String {
+        let rng = &mut self.rng;
+        crate::semantics::names::generate_name_suffix(&mut |n| rng.random_range(0..n))
+    }
+}
+
+/// The object as a client of `rt`'s version sees it.
+pub fn render(rt: &ResourceType, stored: &Value) -> Value {
+    let mut out = match rt.behavior.convert {
+        Some(c) => (c.from_storage)(stored),
+        None => stored.clone(),
+    };
+    out["apiVersion"] = json!(rt.api_version());
+    out["kind"] = json!(rt.kind);
+    out
+}
+
+#[cfg(test)]
+mod tests;

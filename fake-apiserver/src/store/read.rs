@@ -1,0 +1,188 @@
+//! Reads: get and paginated, filtered lists.
+
+use std::ops::Bound;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+use super::{ListOptions, ObjKey, Store, render};
+use crate::catalog::ResourceType;
+use crate::error::{ApiError, ApiResult};
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct ListPage {
+    pub items: Vec<Value>,
+    pub resource_version: u64,
+    pub continue_token: Option<String>,
+    pub remaining: Option<u64>,
+}
+
+impl ListPage {
+    /// The `<Kind>List` body.
+    pub fn to_json(&self, rt: &ResourceType) -> Value {
+        let mut metadata = json!({"resourceVersion": self.resource_version.to_string()});
+        if let Some(token) = &self.continue_token {
+            metadata["continue"] = json!(token);
+        }
+        if let Some(n) = self.remaining {
+            metadata["remainingItemCount"] = json!(n);
+        }
+        json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": metadata, "items": self.items})
+    }
+}
+
+const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// The opaque continue token: the list's resourceVersion and the last key returned.
+fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+    URL_SAFE_NO_PAD
+        .encode(json!({"v": "meta.k8s.io/v1", "rv": rv, "start": [ns, name]}).to_string())
+}
+
+fn decode_continue(token: &str) -> ApiResult<(u64, String, String)> {
+    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
+    let raw = URL_SAFE_NO_PAD
+        .decode(token.trim_end_matches('='))
+        .map_err(|e| bad(&e.to_string()))?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|e| bad(&e.to_string()))?;
+    let rv = v["rv"]
+        .as_u64()
+        .ok_or_else(|| bad("missing resource version"))?;
+    let ns = v["start"][0]
+        .as_str()
+        .ok_or_else(|| bad("missing start key"))?;
+    let name = v["start"][1]
+        .as_str()
+        .ok_or_else(|| bad("missing start key"))?;
+    Ok((rv, ns.to_string(), name.to_string()))
+}
+
+impl Store {
+    pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
+        self.get_stored(rt, ns, name).map(|o| render(rt, o))
+    }
+
+    pub(super) fn get_stored(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<&Value> {
+        if rt.create_only {
+            return Err(ApiError::method_not_allowed(format!(
+                "{} only supports create",
+                rt.plural
+            )));
+        }
+        self.objects
+            .get(&Store::key(rt, ns, name))
+            .map(|o| &**o)
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+    }
+
+    /// Reject field selectors the kind does not support, as the real server does.
+    pub fn check_field_selector(rt: &ResourceType, opts: &ListOptions) -> ApiResult<()> {
+        for field in opts.fields.fields() {
+            let supported = matches!(field, "metadata.name" | "metadata.namespace")
+                || rt.behavior.field_selectors.contains(&field);
+            if !supported {
+                return Err(ApiError::bad_request(format!(
+                    "field label not supported: {field}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a stored object is selected by a list or watch of `rt` in `ns`.
+    pub fn selects(
+        rt: &ResourceType,
+        ns: Option<&str>,
+        opts: &ListOptions,
+        stored: &Value,
+    ) -> bool {
+        if let Some(ns) = ns {
+            if rt.namespaced && stored["metadata"]["namespace"].as_str().unwrap_or("") != ns {
+                return false;
+            }
+        }
+        if !opts.labels.matches(stored) {
+            return false;
+        }
+        if opts.fields.is_empty() {
+            return true;
+        }
+        // Field paths are those of the served version (events.k8s.io has other names than core).
+        match rt.behavior.convert {
+            Some(_) => opts.fields.matches(&render(rt, stored)),
+            None => opts.fields.matches(stored),
+        }
+    }
+
+    pub fn list(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        opts: &ListOptions,
+    ) -> ApiResult<ListPage> {
+        if rt.create_only {
+            return Err(ApiError::method_not_allowed(format!(
+                "{} only supports create",
+                rt.plural
+            )));
+        }
+        Self::check_field_selector(rt, opts)?;
+        let ns = if rt.namespaced {
+            ns.filter(|n| !n.is_empty())
+        } else {
+            None
+        };
+        let (list_rv, start) = match &opts.continue_token {
+            Some(token) if !token.is_empty() => {
+                let (rv, start_ns, start_name) = decode_continue(token)?;
+                if rv < self.compacted_rv {
+                    return Err(ApiError::expired(EXPIRED_CONTINUE));
+                }
+                (rv, Some((start_ns, start_name)))
+            }
+            _ => (self.rv, None),
+        };
+        let lower = match &start {
+            Some((sns, sname)) => Bound::Excluded(ObjKey {
+                storage: rt.storage.clone(),
+                namespace: sns.clone(),
+                name: sname.clone(),
+            }),
+            None => Bound::Included(ObjKey {
+                storage: rt.storage.clone(),
+                namespace: ns.unwrap_or("").to_string(),
+                name: String::new(),
+            }),
+        };
+        let limit = opts.limit.filter(|l| *l > 0);
+        let mut items = Vec::new();
+        let mut last: Option<&ObjKey> = None;
+        let mut more = false;
+        for (key, obj) in self.objects.range((lower, Bound::Unbounded)) {
+            if key.storage != rt.storage || ns.is_some_and(|n| key.namespace != n) {
+                break;
+            }
+            if !Self::selects(rt, ns, opts, obj) {
+                continue;
+            }
+            if limit.is_some_and(|l| items.len() >= l) {
+                more = true;
+                break;
+            }
+            items.push(render(rt, obj));
+            last = Some(key);
+        }
+        let continue_token = match (more, last) {
+            (true, Some(k)) => Some(encode_continue(list_rv, &k.namespace, &k.name)),
+            _ => None,
+        };
+        Ok(ListPage {
+            items,
+            resource_version: list_rv,
+            continue_token,
+            remaining: None,
+        })
+    }
+}

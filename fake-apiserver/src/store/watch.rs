@@ -1,0 +1,119 @@
+//! Registering watches: the initial state or the history to replay, and a channel for what follows,
+//! taken under the store's lock so that no change falls between them.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{Change, ChangeType, ObjKey, Store};
+use crate::catalog::ResourceType;
+use crate::error::{ApiError, ApiResult};
+
+/// Where a watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchStart {
+    /// No resourceVersion, or "0": the current state as ADDED events, then changes.
+    Now,
+    /// Changes after this resourceVersion.
+    After(u64),
+}
+
+/// What a new watch sends first, and where the rest comes from.
+pub struct WatchInit {
+    /// Synthetic ADDED events for the current state (all storages objects of the kind, unfiltered).
+    pub initial: Vec<Arc<Change>>,
+    /// Changes after the requested resourceVersion, from the history.
+    pub replay: Vec<Arc<Change>>,
+    pub rx: mpsc::Receiver<Arc<Change>>,
+    /// The resourceVersion the initial state was taken at.
+    pub resource_version: u64,
+}
+
+impl Store {
+    pub fn watch(&mut self, rt: &ResourceType, start: WatchStart) -> ApiResult<WatchInit> {
+        if rt.create_only {
+            return Err(ApiError::method_not_allowed(format!(
+                "{} only supports create",
+                rt.plural
+            )));
+        }
+        let (tx, rx) = mpsc::channel(self.config.watcher_buffer.max(1));
+        let mut init = WatchInit {
+            initial: Vec::new(),
+            replay: Vec::new(),
+            rx,
+            resource_version: self.rv,
+        };
+        match start {
+            WatchStart::Now => {
+                let lower = ObjKey {
+                    storage: rt.storage.clone(),
+                    namespace: String::new(),
+                    name: String::new(),
+                };
+                init.initial = self
+                    .objects
+                    .range(lower..)
+                    .take_while(|(k, _)| k.storage == rt.storage)
+                    .map(|(k, o)| {
+                        Arc::new(Change {
+                            rv: self.rv,
+                            kind: ChangeType::Added,
+                            key: k.clone(),
+                            object: o.clone(),
+                            old: None,
+                        })
+                    })
+                    .collect();
+            }
+            WatchStart::After(rv) => {
+                if rv < self.compacted_rv {
+                    return Err(too_old(rv, self.compacted_rv + 1));
+                }
+                init.replay = self
+                    .history
+                    .iter()
+                    .filter(|c| c.rv > rv && c.key.storage == rt.storage)
+                    .cloned()
+                    .collect();
+            }
+        }
+        self.watchers
+            .entry(rt.storage.clone())
+            .or_default()
+            .push(tx);
+        Ok(init)
+    }
+
+    /// Forget watchers whose streams have ended (their receivers are gone).
+    pub fn prune_watchers(&mut self) {
+        for list in self.watchers.values_mut() {
+            list.retain(|tx| !tx.is_closed());
+        }
+        self.watchers.retain(|_, list| !list.is_empty());
+    }
+
+    /// Close every open watch (a fault: clients must re-watch from their last resourceVersion).
+    pub fn close_watches(&mut self) {
+        self.watchers.clear();
+    }
+
+    pub fn watcher_count(&self) -> usize {
+        self.watchers.values().map(Vec::len).sum()
+    }
+}
+
+/// The in-stream error for a watch from a resourceVersion the history no longer holds.
+pub fn too_old(requested: u64, oldest: u64) -> ApiError {
+    ApiError::expired(format!("too old resource version: {requested} ({oldest})"))
+}
+
+/// A watch event's object for `rt`, or the synthetic bookmark.
+pub fn bookmark(rt: &ResourceType, rv: u64, initial_events_end: bool) -> Value {
+    let mut meta = serde_json::json!({"resourceVersion": rv.to_string()});
+    if initial_events_end {
+        meta["annotations"] = serde_json::json!({"k8s.io/initial-events-end": "true"});
+    }
+    serde_json::json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta})
+}

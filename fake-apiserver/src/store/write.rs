@@ -1,0 +1,678 @@
+//! Writes: create, update (main resource and `/status`), patch, delete, deletecollection.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{
+    ChangeType, DeleteOptions, ListOptions, ObjKey, Propagation, Store, Subresource, WriteOptions,
+    render,
+};
+use crate::catalog::{Lifecycle, ResourceType, crd_types};
+use crate::error::{ApiError, ApiResult, FieldCause, success_status};
+use crate::semantics::meta::validate_metadata;
+use crate::semantics::names::MAX_GENERATE_NAME_PREFIX;
+use crate::semantics::patch::{PatchKind, apply_patch};
+
+/// The answer to a delete: the object when it still exists (finalizers pending) or the kind returns
+/// deleted objects, else a Success Status.
+#[derive(Debug)]
+pub enum Deleted {
+    Pending(Value),
+    Gone(Value),
+}
+
+fn check_type(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    if !obj.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "the object provided is not a valid {}: expected a JSON object",
+            rt.kind
+        )));
+    }
+    if let Some(api_version) = obj.get("apiVersion").and_then(Value::as_str) {
+        if api_version != rt.api_version() {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                rt.api_version()
+            )));
+        }
+    }
+    if let Some(kind) = obj.get("kind").and_then(Value::as_str) {
+        if kind != rt.kind {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({kind}) does not match the expected kind ({})",
+                rt.kind
+            )));
+        }
+    }
+    if obj.get("metadata").is_some_and(|m| !m.is_object()) {
+        return Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): metadata must be an object",
+            rt.kind
+        )));
+    }
+    Ok(())
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn set_finalizers(obj: &mut Value, list: &[String]) {
+    if list.is_empty() {
+        if let Some(m) = obj["metadata"].as_object_mut() {
+            m.remove("finalizers");
+        }
+    } else {
+        obj["metadata"]["finalizers"] = json!(list);
+    }
+}
+
+fn is_deleting(obj: &Value) -> bool {
+    obj["metadata"]
+        .get("deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+}
+
+/// Everything but metadata (and status, when status is a subresource): what `generation` tracks.
+fn spec_part(obj: &Value, status_subresource: bool) -> Value {
+    let mut v = obj.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("metadata");
+        if status_subresource {
+            m.remove("status");
+        }
+    }
+    v
+}
+
+impl Store {
+    fn namespace_check(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
+        if !rt.namespaced {
+            return Ok(());
+        }
+        let Some(ns_type) = self.catalog.lookup("", "v1", "namespaces") else {
+            return Ok(());
+        };
+        let key = Store::key(&ns_type, "", ns);
+        match self.objects.get(&key) {
+            None => Err(ApiError::not_found("", "namespaces", ns)),
+            Some(n) if is_deleting(n) => Err(ApiError::forbidden(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Name, namespace and type of a request body checked against the URL.
+    fn place(&self, rt: &ResourceType, ns: &str, obj: &mut Value) -> ApiResult<()> {
+        check_type(rt, obj)?;
+        if rt.namespaced {
+            match obj["metadata"]["namespace"].as_str() {
+                Some(n) if !n.is_empty() && n != ns => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                _ => obj["metadata"]["namespace"] = json!(ns),
+            }
+        } else if let Some(m) = obj["metadata"].as_object_mut() {
+            m.remove("namespace");
+        }
+        obj["apiVersion"] = json!(rt.api_version());
+        obj["kind"] = json!(rt.kind);
+        Ok(())
+    }
+
+    fn invalid(rt: &ResourceType, obj: &Value, causes: Vec<FieldCause>) -> ApiError {
+        ApiError::invalid(
+            &rt.group,
+            &rt.kind,
+            obj["metadata"]["name"].as_str().unwrap_or(""),
+            causes,
+        )
+    }
+
+    pub fn create(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        if obj.get("metadata").is_none() && obj.is_object() {
+            obj["metadata"] = json!({});
+        }
+        self.place(rt, ns, &mut obj)?;
+        if rt.create_only {
+            return Ok(review_answer(rt, obj));
+        }
+        let mut obj = match rt.behavior.convert {
+            Some(c) => (c.to_storage)(&obj),
+            None => obj,
+        };
+        if obj["metadata"]["name"].as_str().unwrap_or("").is_empty() {
+            if let Some(prefix) = obj["metadata"]["generateName"]
+                .as_str()
+                .filter(|p| !p.is_empty())
+            {
+                let mut base = prefix.to_string();
+                while base.len() > MAX_GENERATE_NAME_PREFIX {
+                    base.pop();
+                }
+                let name = format!("{base}{}", self.name_suffix());
+                obj["metadata"]["name"] = json!(name);
+            }
+        }
+        let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let causes = validate_metadata(&obj, rt.behavior.name_rule);
+        if !causes.is_empty() {
+            return Err(Self::invalid(rt, &obj, causes));
+        }
+        self.namespace_check(rt, ns, &name)?;
+        let key = Store::key(rt, ns, &name);
+        if self.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
+        if rt.behavior.lifecycle == Lifecycle::CustomResourceDefinition {
+            self.check_crd(&obj)?;
+        }
+        let uid = self.new_uid();
+        if let Some(meta) = obj["metadata"].as_object_mut() {
+            for server_owned in [
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "resourceVersion",
+                "managedFields",
+            ] {
+                meta.remove(server_owned);
+            }
+            meta.insert("uid".into(), json!(uid));
+            meta.insert("creationTimestamp".into(), json!(self.clock.now_rfc3339()));
+            meta.insert("generation".into(), json!(1));
+        }
+        if rt.status && !rt.behavior.keep_status_on_create {
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
+        if let Some(defaults) = rt.behavior.defaults {
+            let mut next_ip = self.next_cluster_ip;
+            defaults(
+                &mut obj,
+                &mut crate::catalog::DefaultCtx {
+                    uid: &uid,
+                    name: &name,
+                    next_cluster_ip: &mut next_ip,
+                },
+            );
+            if !opts.dry_run {
+                self.next_cluster_ip = next_ip;
+            }
+        }
+        if rt.behavior.lifecycle == Lifecycle::CustomResourceDefinition {
+            obj["status"] = crate::catalog::crd_status_at(&obj, &self.clock.now_rfc3339());
+        }
+        if opts.dry_run {
+            return Ok(render(rt, &obj));
+        }
+        let stored = self.commit(key.clone(), obj, ChangeType::Added);
+        self.after_write(&key, &stored);
+        self.settle();
+        Ok(render(rt, &stored))
+    }
+
+    fn check_crd(&self, crd: &Value) -> ApiResult<()> {
+        let types = crd_types(crd).map_err(|causes| {
+            ApiError::invalid(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                crd["metadata"]["name"].as_str().unwrap_or(""),
+                causes,
+            )
+        })?;
+        if let Some(t) = types.first() {
+            if self.catalog.is_builtin(&t.group, &t.plural) {
+                return Err(ApiError::invalid(
+                    "apiextensions.k8s.io",
+                    "CustomResourceDefinition",
+                    crd["metadata"]["name"].as_str().unwrap_or(""),
+                    vec![FieldCause::invalid(
+                        "spec.group",
+                        &t.group,
+                        "may not shadow a built-in resource",
+                    )],
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Side effects of a committed create or update: CRDs serve their kinds, namespaces get their
+    /// default ServiceAccount, objects whose owners are all gone are collected.
+    fn after_write(&mut self, key: &ObjKey, stored: &Value) {
+        let Some(rt) = self.catalog.preferred_for_storage(&key.storage) else {
+            return;
+        };
+        match rt.behavior.lifecycle {
+            Lifecycle::CustomResourceDefinition if !is_deleting(stored) => {
+                if let Ok(types) = crd_types(stored) {
+                    self.catalog.register_crd(&key.name, types);
+                }
+            }
+            Lifecycle::Namespace => self.create_default_service_account(&key.name),
+            _ => {}
+        }
+        if is_deleting(stored) {
+            self.pending.insert(key.clone());
+        }
+        let owners: Vec<String> = stored["metadata"]["ownerReferences"]
+            .as_array()
+            .map(|r| {
+                r.iter()
+                    .filter_map(|o| o["uid"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !owners.is_empty() && owners.iter().all(|uid| !self.uids.contains_key(uid)) {
+            // Owners that never existed or are already gone: the garbage collector's business.
+            self.gone_owners.extend(owners);
+        }
+    }
+
+    fn create_default_service_account(&mut self, ns: &str) {
+        let Some(sa) = self.catalog.lookup("", "v1", "serviceaccounts") else {
+            return;
+        };
+        let key = Store::key(&sa, ns, "default");
+        if !self.objects.contains_key(&key) {
+            let _ = self.create(
+                &sa,
+                ns,
+                json!({"metadata": {"name": "default"}}),
+                &WriteOptions::default(),
+            );
+        }
+    }
+
+    pub fn update(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        if rt.create_only {
+            return Err(ApiError::method_not_allowed(format!(
+                "{} only supports create",
+                rt.plural
+            )));
+        }
+        self.place(rt, ns, &mut obj)?;
+        let body_name = obj["metadata"]["name"].as_str().unwrap_or("");
+        if body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let key = Store::key(rt, ns, name);
+        let Some(old) = self.objects.get(&key).cloned() else {
+            return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+        };
+        let requested_rv = obj["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        if !requested_rv.is_empty()
+            && requested_rv != old["metadata"]["resourceVersion"].as_str().unwrap_or("")
+        {
+            return Err(ApiError::stale(&rt.group, &rt.plural, name));
+        }
+        let incoming = match rt.behavior.convert {
+            Some(c) => (c.to_storage)(&obj),
+            None => obj,
+        };
+        let new = self.merge_update(rt, &old, incoming, sub)?;
+        self.write_update(rt, key, &old, new, opts)
+    }
+
+    /// The object an update produces: the subresource split, server-owned metadata kept.
+    fn merge_update(
+        &self,
+        rt: &ResourceType,
+        old: &Value,
+        incoming: Value,
+        sub: Subresource,
+    ) -> ApiResult<Value> {
+        let mut new = match sub {
+            Subresource::Status => {
+                let mut n = old.clone();
+                match incoming.get("status") {
+                    Some(s) => n["status"] = s.clone(),
+                    None => {
+                        if let Some(m) = n.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+                n
+            }
+            Subresource::Main => {
+                let mut n = incoming;
+                if rt.status {
+                    match old.get("status") {
+                        Some(s) => n["status"] = s.clone(),
+                        None => {
+                            if let Some(m) = n.as_object_mut() {
+                                m.remove("status");
+                            }
+                        }
+                    }
+                }
+                n
+            }
+        };
+        for owned in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "namespace",
+            "name",
+            "managedFields",
+        ] {
+            match old["metadata"].get(owned) {
+                Some(v) => new["metadata"][owned] = v.clone(),
+                None => {
+                    if let Some(m) = new["metadata"].as_object_mut() {
+                        m.remove(owned);
+                    }
+                }
+            }
+        }
+        if is_deleting(old) {
+            let before = finalizers(old);
+            let added: Vec<String> = finalizers(&new)
+                .into_iter()
+                .filter(|f| !before.contains(f))
+                .collect();
+            if !added.is_empty() {
+                let quoted: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
+                return Err(Self::invalid(
+                    rt,
+                    old,
+                    vec![FieldCause::forbidden(
+                        "metadata.finalizers",
+                        &format!(
+                            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                            quoted.join(", ")
+                        ),
+                    )],
+                ));
+            }
+        }
+        let causes = validate_metadata(&new, rt.behavior.name_rule);
+        if !causes.is_empty() {
+            return Err(Self::invalid(rt, &new, causes));
+        }
+        if rt.behavior.lifecycle == Lifecycle::CustomResourceDefinition && sub == Subresource::Main
+        {
+            self.check_crd(&new)?;
+            new["status"] = crate::catalog::crd_status_at(
+                &new,
+                old["status"]["conditions"][0]["lastTransitionTime"]
+                    .as_str()
+                    .unwrap_or(""),
+            );
+        }
+        if spec_part(old, rt.status) != spec_part(&new, rt.status) {
+            let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+            new["metadata"]["generation"] = json!(generation);
+        }
+        Ok(new)
+    }
+
+    /// Commit an update (or nothing, if it changes nothing), finishing a deletion whose last
+    /// finalizer it removed.
+    fn write_update(
+        &mut self,
+        rt: &ResourceType,
+        key: ObjKey,
+        old: &Value,
+        mut new: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
+        if &new == old {
+            return Ok(render(rt, old));
+        }
+        if opts.dry_run {
+            return Ok(render(rt, &new));
+        }
+        let stored =
+            if is_deleting(&new) && finalizers(&new).is_empty() && !self.blocks_removal(&key, &new)
+            {
+                self.commit(key.clone(), new, ChangeType::Deleted)
+            } else {
+                let stored = self.commit(key.clone(), new, ChangeType::Modified);
+                self.after_write(&key, &stored);
+                stored
+            };
+        self.settle();
+        Ok(render(rt, &stored))
+    }
+
+    pub fn patch(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        if rt.create_only {
+            return Err(ApiError::method_not_allowed(format!(
+                "{} only supports create",
+                rt.plural
+            )));
+        }
+        let key = Store::key(rt, ns, name);
+        let Some(old) = self.objects.get(&key).cloned() else {
+            return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+        };
+        let patched = apply_patch(kind, &render(rt, &old), body)?;
+        self.update(rt, ns, name, patched, sub, opts)
+    }
+
+    pub fn delete(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<Deleted> {
+        if rt.create_only {
+            return Err(ApiError::method_not_allowed(format!(
+                "{} only supports create",
+                rt.plural
+            )));
+        }
+        let key = Store::key(rt, ns, name);
+        let Some(old) = self.objects.get(&key).cloned() else {
+            return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+        };
+        let uid = old["metadata"]["uid"].as_str().unwrap_or("").to_string();
+        if let Some(want) = &opts.precondition_uid {
+            if *want != uid {
+                return Err(ApiError::conflict(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                    ),
+                ));
+            }
+        }
+        if let Some(want) = &opts.precondition_rv {
+            let have = old["metadata"]["resourceVersion"].as_str().unwrap_or("");
+            if want != have {
+                return Err(ApiError::conflict(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {have}"
+                    ),
+                ));
+            }
+        }
+        if opts.dry_run {
+            return Ok(Deleted::Gone(render(rt, &old)));
+        }
+        let result = self.delete_key(&key, opts.propagation.unwrap_or(Propagation::Background));
+        self.settle();
+        Ok(match result {
+            Some(obj) if self.objects.contains_key(&key) => Deleted::Pending(render(rt, &obj)),
+            Some(obj) if rt.behavior.returns_deleted_object => Deleted::Gone(render(rt, &obj)),
+            _ => Deleted::Gone(success_status(&rt.group, &rt.plural, name, &uid)),
+        })
+    }
+
+    /// Delete one object with a propagation policy: mark it (finalizers pending) or remove it.
+    /// Returns its last state.
+    pub(super) fn delete_key(
+        &mut self,
+        key: &ObjKey,
+        propagation: Propagation,
+    ) -> Option<Arc<Value>> {
+        let old = self.objects.get(key).cloned()?;
+        let mut list = finalizers(&old);
+        let policy_finalizer = match propagation {
+            Propagation::Orphan => Some("orphan"),
+            Propagation::Foreground => Some("foregroundDeletion"),
+            Propagation::Background => None,
+        };
+        let mut new = (*old).clone();
+        if let Some(f) = policy_finalizer {
+            if !list.iter().any(|x| x == f) {
+                list.push(f.to_string());
+            }
+        }
+        set_finalizers(&mut new, &list);
+        let lifecycle = self
+            .catalog
+            .preferred_for_storage(&key.storage)
+            .map(|rt| rt.behavior.lifecycle);
+        let namespace_held = lifecycle == Some(Lifecycle::Namespace);
+        if lifecycle == Some(Lifecycle::CustomResourceDefinition)
+            && !list.iter().any(|f| f == CRD_CLEANUP)
+        {
+            list.push(CRD_CLEANUP.to_string());
+            set_finalizers(&mut new, &list);
+        }
+        if list.is_empty() && !namespace_held {
+            return Some(self.commit(key.clone(), new, ChangeType::Deleted));
+        }
+        if is_deleting(&old) {
+            if new == *old {
+                return Some(old);
+            }
+        } else {
+            new["metadata"]["deletionTimestamp"] = json!(self.clock.now_rfc3339());
+            new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            if namespace_held {
+                new["status"]["phase"] = json!("Terminating");
+            }
+        }
+        let stored = self.commit(key.clone(), new, ChangeType::Modified);
+        self.pending.insert(key.clone());
+        Some(stored)
+    }
+
+    /// Whether something other than metadata.finalizers still holds an object being deleted
+    /// (a namespace's `spec.finalizers`).
+    fn blocks_removal(&self, _key: &ObjKey, obj: &Value) -> bool {
+        obj["spec"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    }
+
+    pub fn delete_collection(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> ApiResult<Value> {
+        let matching = self.list(
+            rt,
+            ns,
+            &ListOptions {
+                limit: None,
+                continue_token: None,
+                ..list.clone()
+            },
+        )?;
+        let mut items = Vec::new();
+        for item in matching.items {
+            let name = item["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let item_ns = item["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            match self.delete(rt, &item_ns, &name, opts)? {
+                Deleted::Pending(obj) => items.push(obj),
+                Deleted::Gone(_) => items.push(item),
+            }
+        }
+        Ok(json!({
+            "kind": rt.list_kind,
+            "apiVersion": rt.api_version(),
+            "metadata": {"resourceVersion": self.rv.to_string()},
+            "items": items,
+        }))
+    }
+}
+
+pub(super) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// Reviews are answered, not stored: this server has no authentication or authorisation, so every
+/// subject is allowed everything.
+fn review_answer(rt: &ResourceType, mut obj: Value) -> Value {
+    obj["status"] = match rt.kind.as_str() {
+        "SelfSubjectAccessReview" | "SubjectAccessReview" | "LocalSubjectAccessReview" => {
+            json!({"allowed": true, "reason": "tollgate fake API server allows everything"})
+        }
+        "SelfSubjectRulesReview" => json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false,
+        }),
+        "TokenReview" => {
+            json!({"authenticated": true, "user": {"username": "tollgate-admin", "groups": ["system:masters", "system:authenticated"]}})
+        }
+        "SelfSubjectReview" => {
+            json!({"userInfo": {"username": "tollgate-admin", "groups": ["system:masters", "system:authenticated"]}})
+        }
+        _ => obj.get("status").cloned().unwrap_or(json!({})),
+    };
+    obj
+}

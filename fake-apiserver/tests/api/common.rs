@@ -1,0 +1,47 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use fake_apiserver::FakeApiServer;
+use http_body_util::{BodyExt, Full};
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// A server on a fixed virtual start time (use inside `#[tokio::test(start_paused = true)]`).
+pub fn server() -> FakeApiServer {
+    FakeApiServer::builder()
+        .start_time("2026-01-01T00:00:00Z".parse().expect("valid timestamp"))
+        .build()
+        .expect("server starts")
+}
+
+/// A raw HTTP exchange with the server's service: (status code, JSON body or Null).
+pub async fn raw(
+    server: &FakeApiServer,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: impl Into<Bytes>,
+) -> (u16, Value) {
+    let mut req = http::Request::builder().method(method).uri(path);
+    if !content_type.is_empty() {
+        req = req.header("content-type", content_type);
+    }
+    let req = req.body(Full::new(body.into())).expect("request builds");
+    let resp = server
+        .service()
+        .oneshot(req)
+        .await
+        .expect("service answers");
+    let code = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// The `kube::Error::Api` status of a failed call.
+pub fn api_err<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> kube::core::Status {
+    match r {
+        Err(kube::Error::Api(s)) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the fake API server, written against `kube::Api` and raw HTTP like a real
+//! client would use them. One test binary (modules below) keeps link time down.
+
+mod common;
+mod smoke;
