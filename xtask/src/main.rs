@@ -2,6 +2,9 @@
 
 mod codegen;
 
+use std::process::Command as Process;
+
+use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -16,6 +19,20 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Start the fake API server on loopback and print where its kubeconfig is. Runs until Ctrl-C.
+    Serve {
+        /// Address to listen on (port 0 picks a free port).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: String,
+        /// Where to write the kubeconfig.
+        #[arg(long, default_value = "target/tollgate/kubeconfig")]
+        kubeconfig_out: String,
+        /// Directories of CRD YAML files to install at start.
+        #[arg(long = "crds")]
+        crds: Vec<String>,
+    },
+    /// Run the benchmarks (optimised build) and print their results as a Markdown table.
+    Bench,
     /// Regenerate checked-in code derived from dependencies (the built-in resource catalogue).
     Codegen {
         /// Only check that the checked-in files are up to date; exit non-zero if not.
@@ -24,8 +41,46 @@ enum Command {
     },
 }
 
+fn cargo() -> Process {
+    Process::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn run(mut cmd: Process) -> anyhow::Result<()> {
+    let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
+    }
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
+        Command::Serve {
+            listen,
+            kubeconfig_out,
+            crds,
+        } => {
+            let mut cmd = cargo();
+            cmd.args(["run", "--quiet", "--package", "fake-apiserver", "--"]);
+            cmd.args(["--listen", &listen, "--kubeconfig-out", &kubeconfig_out]);
+            for dir in &crds {
+                cmd.args(["--crds", dir]);
+            }
+            eprintln!("starting the fake API server; kubeconfig will be at {kubeconfig_out}");
+            eprintln!("use it with: KUBECONFIG={kubeconfig_out} kubectl get namespaces");
+            run(cmd)
+        }
+        Command::Bench => {
+            let mut cmd = cargo();
+            cmd.args([
+                "bench",
+                "--package",
+                "fake-apiserver",
+                "--bench",
+                "apiserver",
+            ]);
+            run(cmd)
+        }
         Command::Codegen { check } => codegen::run(check),
     }
 }

@@ -43,13 +43,24 @@ pub fn apply_patch(kind: PatchKind, target: &Value, body: &[u8]) -> ApiResult<Va
         PatchKind::Json => {
             let ops: json_patch::Patch = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            json_patch::patch(&mut doc, &ops).map_err(|e| {
-                ApiError::new(
-                    422,
-                    "Invalid",
-                    format!("the server rejected our request due to an error in our request: {e}"),
-                )
-            })?;
+            for op in ops.0 {
+                // Like the real server, `test` for null passes where the path does not exist: the
+                // kube-rs finalizer helper relies on it when adding the first finalizer.
+                if let json_patch::PatchOperation::Test(t) = &op {
+                    if t.value.is_null() && doc.pointer(t.path.as_str()).is_none() {
+                        continue;
+                    }
+                }
+                json_patch::patch(&mut doc, &[op]).map_err(|e| {
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "the server rejected our request due to an error in our request: {e}"
+                        ),
+                    )
+                })?;
+            }
         }
         PatchKind::Merge => {
             let patch: Value = serde_json::from_slice(body)
@@ -84,6 +95,16 @@ mod tests {
         let body = br#"[{"op":"replace","path":"/data/k","value":"w"},{"op":"test","path":"/metadata/finalizers/0","value":"b"}]"#;
         let err = apply_patch(PatchKind::Json, &target, body).expect_err("test fails");
         assert_eq!((err.code, err.reason), (422, "Invalid"));
+    }
+
+    #[test]
+    fn testing_a_missing_path_for_null_passes() {
+        let target = json!({"metadata": {"name": "x"}});
+        let body = br#"[{"op":"test","path":"/metadata/finalizers","value":null},{"op":"add","path":"/metadata/finalizers","value":["f"]}]"#;
+        let out = apply_patch(PatchKind::Json, &target, body).expect("passes");
+        assert_eq!(out["metadata"]["finalizers"], json!(["f"]));
+        let body = br#"[{"op":"test","path":"/metadata/name","value":null}]"#;
+        assert!(apply_patch(PatchKind::Json, &target, body).is_err());
     }
 
     #[test]

@@ -2,4 +2,10 @@
 //! client would use them. One test binary (modules below) keeps link time down.
 
 mod common;
+mod crd;
+mod crud;
+mod determinism;
+mod runtime;
 mod smoke;
+mod tcp;
+mod watch_list;

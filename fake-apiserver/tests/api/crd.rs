@@ -1,0 +1,158 @@
+//! CustomResourceDefinitions: registering serves the kinds at once, in discovery too.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use kube::discovery::Discovery;
+use serde_json::json;
+
+use crate::common::{api_err, raw, server};
+
+const WIDGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+fn widgets(client: kube::Client) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    );
+    Api::namespaced_with(client, "default", &ar)
+}
+
+fn widget(name: &str, size: i64) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": name}, "spec": {"size": size}, "status": {"ready": true}
+    }))
+    .expect("widget")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_crd_created_through_the_api_is_established_and_served_at_once() {
+    let s = server();
+    let crds: Api<CustomResourceDefinition> = Api::all(s.client());
+    let crd: CustomResourceDefinition = serde_yaml::from_str(WIDGETS).expect("yaml");
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("create crd");
+    let got = crds.get("widgets.example.com").await.expect("get crd");
+    let conditions = got.status.and_then(|s| s.conditions).unwrap_or_default();
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+    );
+
+    let discovery = Discovery::new(s.client()).run().await.expect("discovery");
+    let (ar, caps) = discovery
+        .groups()
+        .flat_map(|g| g.recommended_resources())
+        .find(|(ar, _)| ar.kind == "Widget")
+        .expect("Widget discovered");
+    assert_eq!(ar.plural, "widgets");
+    assert!(
+        caps.subresources
+            .iter()
+            .any(|(sub, _)| sub.plural == "status")
+    );
+
+    let api = widgets(s.client());
+    let created = api
+        .create(&PostParams::default(), &widget("w1", 3))
+        .await
+        .expect("create widget");
+    // The status subresource is honoured: status given on create is dropped.
+    assert!(created.data.get("status").is_none());
+    let patched = api
+        .patch_status(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": true}, "spec": {"size": 9}})),
+        )
+        .await
+        .expect("patch status");
+    assert_eq!(patched.data["status"]["ready"], json!(true));
+    assert_eq!(
+        patched.data["spec"]["size"],
+        json!(3),
+        "spec is ignored on /status"
+    );
+    assert_eq!(patched.metadata.generation, Some(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn crds_given_at_start_are_served_and_deleting_a_crd_removes_its_objects() {
+    let s = fake_apiserver::FakeApiServer::builder()
+        .crds_yaml("widgets.yaml", WIDGETS)
+        .build()
+        .expect("server");
+    let api = widgets(s.client());
+    api.create(&PostParams::default(), &widget("w1", 1))
+        .await
+        .expect("create");
+    let crds: Api<CustomResourceDefinition> = Api::all(s.client());
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .expect("delete crd");
+    assert_eq!(api_err(crds.get("widgets.example.com").await).code, 404);
+    let (code, body) = raw(
+        &s,
+        "GET",
+        "/apis/example.com/v1/namespaces/default/widgets",
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(
+        (code, body["message"].as_str()),
+        (
+            404,
+            Some("the server could not find the requested resource")
+        )
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_invalid_crd_is_refused_with_its_field() {
+    let s = server();
+    let (code, body) = raw(
+        &s,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "application/json",
+        serde_json::to_vec(&json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "wrong"},
+            "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
+                     "versions": [{"name": "v1", "served": true, "storage": true}]}
+        }))
+        .expect("json"),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(body["details"]["causes"][0]["field"], "metadata.name");
+    let start = fake_apiserver::FakeApiServer::builder()
+        .crds_yaml("bad.yaml", "metadata: {name: x}\nspec: {}\n")
+        .build();
+    let err = start.err().expect("refused at start").to_string();
+    assert!(
+        err.starts_with("bad.yaml: document 0 (x) was refused"),
+        "{err}"
+    );
+}

@@ -1,0 +1,1259 @@
+//! Watches (initial state, resuming, bookmarks, timeouts, selectors, expired resourceVersions,
+//! streaming lists), paginated lists, and label and field selectors, as kube-rs and raw HTTP
+//! clients see them.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::time::Duration;
+
+use bytes::Bytes;
+use fake_apiserver::FakeApiServer;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use http_body_util::{BodyExt, Full};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube::{Resource, ResourceExt};
+use rstest::rstest;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use tower::ServiceExt;
+
+use crate::common::{api_err, server};
+
+const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+type Events<K> = BoxStream<'static, kube::Result<WatchEvent<K>>>;
+
+/// A server that keeps only the last three changes for watches and continue tokens.
+fn short_history_server() -> FakeApiServer {
+    FakeApiServer::builder()
+        .start_time("2026-01-01T00:00:00Z".parse().expect("valid timestamp"))
+        .history_limit(3)
+        .build()
+        .expect("server starts")
+}
+
+fn configmap(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+    let labels: BTreeMap<String, String> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: (!labels.is_empty()).then_some(labels),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([("k".to_string(), "v0".to_string())])),
+        ..Default::default()
+    }
+}
+
+async fn create_cm(api: &Api<ConfigMap>, name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+    api.create(&PostParams::default(), &configmap(name, labels))
+        .await
+        .expect("create configmap")
+}
+
+/// Change a ConfigMap's data (one write, one new resourceVersion).
+async fn set_data(api: &Api<ConfigMap>, name: &str, value: &str) -> ConfigMap {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": value}})),
+    )
+    .await
+    .expect("patch configmap data")
+}
+
+async fn set_labels(api: &Api<ConfigMap>, name: &str, labels: Value) -> ConfigMap {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": labels}})),
+    )
+    .await
+    .expect("patch configmap labels")
+}
+
+async fn create_namespace(s: &FakeApiServer, name: &str) {
+    let nss: Api<Namespace> = Api::all(s.client());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    nss.create(&PostParams::default(), &ns)
+        .await
+        .expect("create namespace");
+}
+
+fn pod(name: &str, node: Option<&str>) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            node_name: node.map(String::from),
+            containers: vec![Container {
+                name: "main".into(),
+                image: Some("busybox".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+async fn set_phase(pods: &Api<Pod>, name: &str, phase: &str) -> Pod {
+    pods.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": phase}})),
+    )
+    .await
+    .expect("patch pod status")
+}
+
+fn rv_of<K: Resource>(obj: &K) -> u64 {
+    obj.meta()
+        .resource_version
+        .as_deref()
+        .expect("object has a resourceVersion")
+        .parse()
+        .expect("resourceVersion is a number")
+}
+
+fn rv_num(rv: &str) -> u64 {
+    rv.parse().expect("resourceVersion is a number")
+}
+
+fn names<K: ResourceExt>(items: &[K]) -> Vec<String> {
+    items.iter().map(ResourceExt::name_any).collect()
+}
+
+fn ns_names<K: ResourceExt>(items: &[K]) -> Vec<String> {
+    items
+        .iter()
+        .map(|o| format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any()))
+        .collect()
+}
+
+async fn watch<K>(api: &Api<K>, wp: &WatchParams, rv: &str) -> Events<K>
+where
+    K: Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    api.watch(wp, rv).await.expect("watch starts").boxed()
+}
+
+/// The next event, within five virtual seconds.
+async fn next_event<K>(events: &mut Events<K>) -> WatchEvent<K> {
+    tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .expect("an event arrives within 5 seconds")
+        .expect("the watch is still open")
+        .expect("the event decodes")
+}
+
+/// The type and name of an event (the resourceVersion for bookmarks, the message for errors).
+fn summary<K: Resource>(ev: &WatchEvent<K>) -> (&'static str, String) {
+    match ev {
+        WatchEvent::Added(o) => ("ADDED", o.meta().name.clone().unwrap_or_default()),
+        WatchEvent::Modified(o) => ("MODIFIED", o.meta().name.clone().unwrap_or_default()),
+        WatchEvent::Deleted(o) => ("DELETED", o.meta().name.clone().unwrap_or_default()),
+        WatchEvent::Bookmark(b) => ("BOOKMARK", b.metadata.resource_version.clone()),
+        WatchEvent::Error(s) => ("ERROR", s.message.clone()),
+    }
+}
+
+async fn next_summary<K: Resource>(events: &mut Events<K>) -> (&'static str, String) {
+    summary(&next_event(events).await)
+}
+
+/// Assert that nothing arrives (and the stream does not end) for `secs` virtual seconds.
+async fn assert_quiet<K: Resource>(events: &mut Events<K>, secs: u64) {
+    match tokio::time::timeout(Duration::from_secs(secs), events.next()).await {
+        Err(_) => {}
+        Ok(Some(Ok(ev))) => panic!("expected no event, got {:?}", summary(&ev)),
+        Ok(Some(Err(e))) => panic!("expected no event, got error {e}"),
+        Ok(None) => panic!("expected no event, but the watch ended"),
+    }
+}
+
+fn ev(kind: &'static str, name: &str) -> (&'static str, String) {
+    (kind, name.to_string())
+}
+
+/// A raw GET whose body is a finite watch stream (give it `timeoutSeconds`): the status code and
+/// the newline-delimited events.
+async fn raw_watch(s: &FakeApiServer, path: &str) -> (u16, Vec<Value>) {
+    let req = http::Request::builder()
+        .method("GET")
+        .uri(path)
+        .body(Full::new(Bytes::new()))
+        .expect("request builds");
+    let resp = s.service().oneshot(req).await.expect("service answers");
+    let code = resp.status().as_u16();
+    let bytes = tokio::time::timeout(Duration::from_secs(3600), resp.into_body().collect())
+        .await
+        .expect("the stream ends within an hour")
+        .expect("body")
+        .to_bytes();
+    let events = bytes
+        .split(|b| *b == b'\n')
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .map(|line| serde_json::from_slice(line).expect("each line is a JSON event"))
+        .collect();
+    (code, events)
+}
+
+fn raw_summary(events: &[Value]) -> Vec<(String, String)> {
+    events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap_or("").to_string(),
+                e["object"]["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect()
+}
+
+fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v
+}
+
+// ---------------------------------------------------------------------------------------------
+// watch: initial state, changes, resuming
+
+#[tokio::test(start_paused = true)]
+async fn watch_from_resource_version_zero_starts_with_existing_objects_as_added() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "b", &[]).await;
+    create_cm(&cms, "a", &[]).await;
+
+    let mut events = watch(&cms, &WatchParams::default(), "0").await;
+    let first = vec![
+        next_summary(&mut events).await,
+        next_summary(&mut events).await,
+    ];
+    assert_eq!(sorted(first), vec![ev("ADDED", "a"), ev("ADDED", "b")]);
+    assert_quiet(&mut events, 5).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_reports_modifications_and_deletions_after_the_initial_state() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+    create_cm(&cms, "b", &[]).await;
+    let mut events = watch(&cms, &WatchParams::default(), "0").await;
+    next_event(&mut events).await;
+    next_event(&mut events).await;
+
+    let modified = set_data(&cms, "a", "v1").await;
+    match next_event(&mut events).await {
+        WatchEvent::Modified(cm) => {
+            assert_eq!(cm.name_any(), "a");
+            assert_eq!(
+                cm.data.as_ref().and_then(|d| d.get("k")).map(String::as_str),
+                Some("v1")
+            );
+            assert_eq!(rv_of(&cm), rv_of(&modified));
+        }
+        other => panic!("expected MODIFIED a, got {:?}", summary(&other)),
+    }
+
+    cms.delete("b", &DeleteParams::default())
+        .await
+        .expect("delete b");
+    match next_event(&mut events).await {
+        WatchEvent::Deleted(cm) => {
+            assert_eq!(cm.name_any(), "b");
+            assert!(
+                rv_of(&cm) > rv_of(&modified),
+                "a DELETED event carries the deletion's resourceVersion"
+            );
+        }
+        other => panic!("expected DELETED b, got {:?}", summary(&other)),
+    }
+
+    let added = create_cm(&cms, "c", &[]).await;
+    match next_event(&mut events).await {
+        WatchEvent::Added(cm) => {
+            assert_eq!(cm.name_any(), "c");
+            assert_eq!(cm.metadata.uid, added.metadata.uid);
+        }
+        other => panic!("expected ADDED c, got {:?}", summary(&other)),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_without_resource_version_starts_with_existing_objects_as_added() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+    create_cm(&cms, "b", &[]).await;
+
+    let (code, events) = raw_watch(
+        &s,
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=5",
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        sorted(raw_summary(&events)),
+        vec![
+            ("ADDED".to_string(), "a".to_string()),
+            ("ADDED".to_string(), "b".to_string())
+        ]
+    );
+    for e in &events {
+        assert_eq!(e["object"]["kind"], "ConfigMap", "event object: {e}");
+        assert_eq!(e["object"]["apiVersion"], "v1", "event object: {e}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_from_a_resource_version_replays_only_later_changes() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let a = create_cm(&cms, "a", &[]).await;
+    create_cm(&cms, "b", &[]).await;
+    set_data(&cms, "a", "v1").await;
+    cms.delete("b", &DeleteParams::default())
+        .await
+        .expect("delete b");
+
+    let mut events = watch(
+        &cms,
+        &WatchParams::default(),
+        &rv_of(&a).to_string(),
+    )
+    .await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "b"));
+    assert_eq!(next_summary(&mut events).await, ev("MODIFIED", "a"));
+    assert_eq!(next_summary(&mut events).await, ev("DELETED", "b"));
+    assert_quiet(&mut events, 5).await;
+
+    create_cm(&cms, "c", &[]).await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "c"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_from_the_current_resource_version_sends_no_initial_state() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+    let list = cms.list(&ListParams::default()).await.expect("list");
+    let rv = list
+        .metadata
+        .resource_version
+        .clone()
+        .expect("list resourceVersion");
+
+    let mut events = watch(&cms, &WatchParams::default(), &rv).await;
+    assert_quiet(&mut events, 5).await;
+    set_data(&cms, "a", "v1").await;
+    assert_eq!(next_summary(&mut events).await, ev("MODIFIED", "a"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn kube_style_query_with_an_empty_leading_pair_is_accepted() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+
+    let (code, events) = raw_watch(
+        &s,
+        "/api/v1/namespaces/default/configmaps?&watch=true&timeoutSeconds=5&allowWatchBookmarks=true&resourceVersion=0",
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(
+        raw_summary(&events),
+        vec![("ADDED".to_string(), "a".to_string())]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn namespaced_watch_sees_only_its_namespace_and_cluster_wide_watch_sees_all() {
+    let s = server();
+    create_namespace(&s, "team-a").await;
+    let default_cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let team_cms: Api<ConfigMap> = Api::namespaced(s.client(), "team-a");
+    let all_cms: Api<ConfigMap> = Api::all(s.client());
+
+    let mut team = watch(&team_cms, &WatchParams::default(), "0").await;
+    let mut all = watch(&all_cms, &WatchParams::default(), "0").await;
+    create_cm(&default_cms, "in-default", &[]).await;
+    create_cm(&team_cms, "in-team", &[]).await;
+
+    assert_eq!(next_summary(&mut team).await, ev("ADDED", "in-team"));
+    assert_quiet(&mut team, 5).await;
+    assert_eq!(next_summary(&mut all).await, ev("ADDED", "in-default"));
+    assert_eq!(next_summary(&mut all).await, ev("ADDED", "in-team"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// watch: bookmarks and timeouts
+
+#[tokio::test(start_paused = true)]
+async fn watch_with_bookmarks_gets_a_bookmark_every_minute() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let a = create_cm(&cms, "a", &[]).await;
+    let started = Instant::now();
+    let mut events = watch(&cms, &WatchParams::default().timeout(290), "0").await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "a"));
+
+    let first = tokio::time::timeout(Duration::from_secs(65), events.next())
+        .await
+        .expect("a bookmark within 65 seconds")
+        .expect("the watch is open")
+        .expect("the event decodes");
+    let at = started.elapsed();
+    match first {
+        WatchEvent::Bookmark(b) => {
+            assert!(
+                at >= Duration::from_secs(55) && at <= Duration::from_secs(62),
+                "first bookmark after about a minute, got {at:?}"
+            );
+            assert_eq!(b.types.kind, "ConfigMap");
+            assert_eq!(b.types.api_version, "v1");
+            assert!(rv_num(&b.metadata.resource_version) >= rv_of(&a));
+            assert!(
+                !b.metadata.annotations.contains_key("k8s.io/initial-events-end"),
+                "a periodic bookmark is not the end of initial events"
+            );
+        }
+        other => panic!("expected a BOOKMARK, got {:?}", summary(&other)),
+    }
+
+    let changed = set_data(&cms, "a", "v1").await;
+    assert_eq!(next_summary(&mut events).await, ev("MODIFIED", "a"));
+    let second = tokio::time::timeout(Duration::from_secs(65), events.next())
+        .await
+        .expect("another bookmark within 65 seconds")
+        .expect("the watch is open")
+        .expect("the event decodes");
+    let at = started.elapsed();
+    match second {
+        WatchEvent::Bookmark(b) => {
+            assert!(
+                at >= Duration::from_secs(115) && at <= Duration::from_secs(122),
+                "second bookmark about a minute after the first, got {at:?}"
+            );
+            assert!(
+                rv_num(&b.metadata.resource_version) >= rv_of(&changed),
+                "a bookmark is never behind an event already sent"
+            );
+        }
+        other => panic!("expected a BOOKMARK, got {:?}", summary(&other)),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_without_allow_watch_bookmarks_gets_no_bookmarks() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+    let mut events = watch(
+        &cms,
+        &WatchParams::default().disable_bookmarks().timeout(290),
+        "0",
+    )
+    .await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "a"));
+    assert_quiet(&mut events, 200).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_ends_when_timeout_seconds_pass() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+    let started = Instant::now();
+    let mut events = watch(
+        &cms,
+        &WatchParams::default().disable_bookmarks().timeout(30),
+        "0",
+    )
+    .await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "a"));
+    assert_quiet(&mut events, 29).await;
+    let end = tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .expect("the watch ends soon after 30 seconds");
+    assert!(end.is_none(), "expected the end of the stream");
+    let at = started.elapsed();
+    assert!(
+        at >= Duration::from_secs(30) && at <= Duration::from_secs(31),
+        "the watch ends at its timeoutSeconds, got {at:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn raw_watch_with_timeout_seconds_ends_on_virtual_time() {
+    let s = server();
+    let started = Instant::now();
+    let (code, events) = raw_watch(
+        &s,
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=45",
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert!(events.is_empty(), "no objects, no events: {events:?}");
+    let at = started.elapsed();
+    assert!(
+        at >= Duration::from_secs(45) && at <= Duration::from_secs(46),
+        "the body ends at timeoutSeconds, got {at:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn bookmark_arrives_just_before_the_watch_times_out() {
+    // The real watch cache sends a bookmark every minute and, in addition, two seconds before the
+    // watch's deadline, so a client always resumes from a fresh resourceVersion.
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+    let started = Instant::now();
+    let mut events = watch(&cms, &WatchParams::default().timeout(30), "0").await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "a"));
+    let last = tokio::time::timeout(Duration::from_secs(35), events.next())
+        .await
+        .expect("something happens before 35 seconds");
+    match last {
+        Some(Ok(WatchEvent::Bookmark(_))) => {
+            let at = started.elapsed();
+            assert!(
+                at >= Duration::from_secs(27) && at < Duration::from_secs(30),
+                "the pre-timeout bookmark comes about 2s before the deadline, got {at:?}"
+            );
+        }
+        Some(Ok(other)) => panic!("expected a BOOKMARK, got {:?}", summary(&other)),
+        Some(Err(e)) => panic!("expected a BOOKMARK, got error {e}"),
+        None => panic!("expected a BOOKMARK before the watch ended at its timeout"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// watch: selectors
+
+#[tokio::test(start_paused = true)]
+async fn watch_with_label_selector_skips_objects_that_do_not_match() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "web-1", &[("app", "web")]).await;
+    create_cm(&cms, "db-1", &[("app", "db")]).await;
+
+    let mut events = watch(&cms, &WatchParams::default().labels("app=web"), "0").await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "web-1"));
+    create_cm(&cms, "db-2", &[("app", "db")]).await;
+    set_data(&cms, "db-1", "v1").await;
+    cms.delete("db-2", &DeleteParams::default())
+        .await
+        .expect("delete db-2");
+    assert_quiet(&mut events, 5).await;
+
+    set_data(&cms, "web-1", "v1").await;
+    assert_eq!(next_summary(&mut events).await, ev("MODIFIED", "web-1"));
+    create_cm(&cms, "web-2", &[("app", "web")]).await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "web-2"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn object_that_stops_matching_a_label_selector_arrives_as_deleted() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "web-1", &[("app", "web")]).await;
+    let mut events = watch(&cms, &WatchParams::default().labels("app=web"), "0").await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "web-1"));
+
+    set_labels(&cms, "web-1", json!({"app": "api"})).await;
+    assert_eq!(next_summary(&mut events).await, ev("DELETED", "web-1"));
+    // It no longer matches: later changes are not sent.
+    set_data(&cms, "web-1", "v2").await;
+    assert_quiet(&mut events, 5).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn deleted_event_for_an_object_leaving_the_selection_carries_its_last_matching_state() {
+    // The real watch cache sends the previous object with the event's resourceVersion.
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "web-1", &[("app", "web")]).await;
+    let mut events = watch(&cms, &WatchParams::default().labels("app=web"), "0").await;
+    next_event(&mut events).await;
+
+    let relabelled = set_labels(&cms, "web-1", json!({"app": "api"})).await;
+    match next_event(&mut events).await {
+        WatchEvent::Deleted(cm) => {
+            assert_eq!(
+                cm.labels().get("app").map(String::as_str),
+                Some("web"),
+                "the DELETED object is the last state that matched the selector"
+            );
+            assert_eq!(rv_of(&cm), rv_of(&relabelled));
+        }
+        other => panic!("expected DELETED web-1, got {:?}", summary(&other)),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn object_that_starts_matching_a_label_selector_arrives_as_added() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "db-1", &[("app", "db")]).await;
+    let mut events = watch(&cms, &WatchParams::default().labels("app=web"), "0").await;
+    assert_quiet(&mut events, 5).await;
+
+    let relabelled = set_labels(&cms, "db-1", json!({"app": "web"})).await;
+    match next_event(&mut events).await {
+        WatchEvent::Added(cm) => {
+            assert_eq!(cm.name_any(), "db-1");
+            assert_eq!(cm.labels().get("app").map(String::as_str), Some("web"));
+            assert_eq!(rv_of(&cm), rv_of(&relabelled));
+        }
+        other => panic!("expected ADDED db-1, got {:?}", summary(&other)),
+    }
+    set_data(&cms, "db-1", "v1").await;
+    assert_eq!(next_summary(&mut events).await, ev("MODIFIED", "db-1"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_with_name_field_selector_sees_only_that_object() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+    create_cm(&cms, "b", &[]).await;
+
+    let mut events = watch(
+        &cms,
+        &WatchParams::default().fields("metadata.name=a"),
+        "0",
+    )
+    .await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "a"));
+    set_data(&cms, "b", "v1").await;
+    assert_quiet(&mut events, 5).await;
+    set_data(&cms, "a", "v1").await;
+    assert_eq!(next_summary(&mut events).await, ev("MODIFIED", "a"));
+    cms.delete("a", &DeleteParams::default())
+        .await
+        .expect("delete a");
+    assert_eq!(next_summary(&mut events).await, ev("DELETED", "a"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn pod_watch_on_status_phase_sees_pods_entering_and_leaving_the_phase() {
+    let s = server();
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    pods.create(&PostParams::default(), &pod("p", Some("node-1")))
+        .await
+        .expect("create pod");
+
+    let mut events = watch(
+        &pods,
+        &WatchParams::default().fields("status.phase=Running"),
+        "0",
+    )
+    .await;
+    assert_quiet(&mut events, 5).await;
+
+    set_phase(&pods, "p", "Running").await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "p"));
+    set_phase(&pods, "p", "Succeeded").await;
+    assert_eq!(next_summary(&mut events).await, ev("DELETED", "p"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_with_unsupported_field_selector_is_rejected_with_400() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let status = api_err(
+        cms.watch(&WatchParams::default().fields("spec.foo=bar"), "0")
+            .await
+            .map(|_| ()),
+    );
+    assert_eq!(status.code, 400);
+    assert_eq!(status.reason, "BadRequest");
+    assert_eq!(status.message, "field label not supported: spec.foo");
+}
+
+// ---------------------------------------------------------------------------------------------
+// watch: expired resourceVersions and streaming lists
+
+/// A ConfigMap whose creation resourceVersion has left a history of 3 after five more writes.
+async fn expired_rv(s: &FakeApiServer) -> u64 {
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let a = create_cm(&cms, "a", &[]).await;
+    for i in 1..=5 {
+        set_data(&cms, "a", &format!("v{i}")).await;
+    }
+    rv_of(&a)
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_from_an_expired_resource_version_answers_200_then_an_expired_error_event() {
+    let s = short_history_server();
+    let old = expired_rv(&s).await;
+
+    let (code, events) = raw_watch(
+        &s,
+        &format!(
+            "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={old}&timeoutSeconds=30"
+        ),
+    )
+    .await;
+    assert_eq!(code, 200, "the error is reported inside the stream");
+    assert_eq!(events.len(), 1, "one ERROR event: {events:?}");
+    let event = &events[0];
+    assert_eq!(event["type"], "ERROR");
+    let status = &event["object"];
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["apiVersion"], "v1");
+    assert_eq!(status["status"], "Failure");
+    assert_eq!(status["code"], 410);
+    assert_eq!(status["reason"], "Expired");
+    let message = status["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with(&format!("too old resource version: {old} (")),
+        "message: {message:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn kube_watch_from_an_expired_resource_version_gets_an_error_event_then_the_end() {
+    let s = short_history_server();
+    let old = expired_rv(&s).await;
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+
+    let mut events = watch(&cms, &WatchParams::default(), &old.to_string()).await;
+    match next_event(&mut events).await {
+        WatchEvent::Error(status) => {
+            assert_eq!(status.code, 410);
+            assert_eq!(status.reason, "Expired");
+            assert!(
+                status.message.starts_with("too old resource version:"),
+                "message: {:?}",
+                status.message
+            );
+        }
+        other => panic!("expected an ERROR event, got {:?}", summary(&other)),
+    }
+    let end = tokio::time::timeout(Duration::from_secs(1), events.next())
+        .await
+        .expect("the stream ends right after the error");
+    assert!(end.is_none(), "nothing follows the ERROR event");
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_from_a_resource_version_still_in_history_is_not_expired() {
+    let s = short_history_server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+    let v1 = set_data(&cms, "a", "v1").await;
+    set_data(&cms, "a", "v2").await;
+
+    let mut events = watch(&cms, &WatchParams::default(), &rv_of(&v1).to_string()).await;
+    assert_eq!(next_summary(&mut events).await, ev("MODIFIED", "a"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_sends_current_objects_then_an_initial_events_end_bookmark() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+    let b = create_cm(&cms, "b", &[]).await;
+
+    let mut events = watch(&cms, &WatchParams::default().initial_events(), "0").await;
+    let first = vec![
+        next_summary(&mut events).await,
+        next_summary(&mut events).await,
+    ];
+    assert_eq!(sorted(first), vec![ev("ADDED", "a"), ev("ADDED", "b")]);
+    match next_event(&mut events).await {
+        WatchEvent::Bookmark(bm) => {
+            assert_eq!(
+                bm.metadata
+                    .annotations
+                    .get("k8s.io/initial-events-end")
+                    .map(String::as_str),
+                Some("true")
+            );
+            assert!(rv_num(&bm.metadata.resource_version) >= rv_of(&b));
+            assert_eq!(bm.types.kind, "ConfigMap");
+        }
+        other => panic!("expected the initial-events-end BOOKMARK, got {:?}", summary(&other)),
+    }
+    create_cm(&cms, "c", &[]).await;
+    assert_eq!(next_summary(&mut events).await, ev("ADDED", "c"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_without_resource_version_as_client_go_sends_it() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let a = create_cm(&cms, "a", &[("app", "web")]).await;
+    create_cm(&cms, "b", &[("app", "db")]).await;
+
+    let (code, events) = raw_watch(
+        &s,
+        "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=app%3Dweb&timeoutSeconds=5",
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert!(events.len() >= 2, "events: {events:?}");
+    assert_eq!(
+        raw_summary(&events[..1]),
+        vec![("ADDED".to_string(), "a".to_string())]
+    );
+    let mark = &events[1];
+    assert_eq!(mark["type"], "BOOKMARK");
+    assert_eq!(
+        mark["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+    let mark_rv = rv_num(
+        mark["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("x"),
+    );
+    assert!(mark_rv >= rv_of(&a));
+}
+
+// ---------------------------------------------------------------------------------------------
+// lists: pagination
+
+async fn five_configmaps(api: &Api<ConfigMap>) {
+    for name in ["e", "c", "a", "d", "b"] {
+        create_cm(api, name, &[]).await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_pages_come_in_name_order_and_the_last_page_has_no_continue_token() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    five_configmaps(&cms).await;
+
+    let mut pages = Vec::new();
+    let mut rvs = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(2);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = cms.list(&lp).await.expect("list page");
+        pages.push(names(&page.items));
+        rvs.push(page.metadata.resource_version.clone());
+        token = page.metadata.continue_.clone().filter(|t| !t.is_empty());
+        if token.is_none() {
+            break;
+        }
+        assert!(pages.len() < 10, "pagination does not end: {pages:?}");
+    }
+    assert_eq!(
+        pages,
+        vec![vec!["a", "b"], vec!["c", "d"], vec!["e"]],
+        "pages of two in name order, each item once"
+    );
+    assert!(rvs[0].is_some(), "a list has a resourceVersion");
+    assert!(
+        rvs.iter().all(|rv| *rv == rvs[0]),
+        "continued pages keep the first page's resourceVersion: {rvs:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_with_limit_equal_to_the_count_has_no_continue_token() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    five_configmaps(&cms).await;
+    let page = cms
+        .list(&ListParams::default().limit(5))
+        .await
+        .expect("list");
+    assert_eq!(names(&page.items), vec!["a", "b", "c", "d", "e"]);
+    assert_eq!(page.metadata.continue_.filter(|t| !t.is_empty()), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn chunked_list_without_selectors_reports_remaining_item_count() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    five_configmaps(&cms).await;
+
+    let first = cms
+        .list(&ListParams::default().limit(2))
+        .await
+        .expect("first page");
+    assert_eq!(first.metadata.remaining_item_count, Some(3));
+    let token = first.metadata.continue_.clone().expect("continue token");
+    let second = cms
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .expect("second page");
+    assert_eq!(second.metadata.remaining_item_count, Some(1));
+    let token = second.metadata.continue_.clone().expect("continue token");
+    let last = cms
+        .list(&ListParams::default().limit(2).continue_token(&token))
+        .await
+        .expect("last page");
+    assert_eq!(last.metadata.remaining_item_count, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn continued_pages_show_the_list_as_of_the_first_page() {
+    // A continue token lists at the first page's resourceVersion: a consistent snapshot.
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    five_configmaps(&cms).await;
+    let first = cms
+        .list(&ListParams::default().limit(2))
+        .await
+        .expect("first page");
+    let token = first.metadata.continue_.clone().expect("continue token");
+
+    set_data(&cms, "c", "changed").await;
+    cms.delete("d", &DeleteParams::default())
+        .await
+        .expect("delete d");
+    create_cm(&cms, "f", &[]).await;
+
+    let rest = cms
+        .list(&ListParams::default().limit(10).continue_token(&token))
+        .await
+        .expect("rest of the list");
+    assert_eq!(
+        names(&rest.items),
+        vec!["c", "d", "e"],
+        "objects deleted after the first page still appear, new ones do not"
+    );
+    assert_eq!(
+        rest.items[0]
+            .data
+            .as_ref()
+            .and_then(|d| d.get("k"))
+            .map(String::as_str),
+        Some("v0"),
+        "objects appear as they were at the first page's resourceVersion"
+    );
+    assert_eq!(
+        rest.metadata.resource_version,
+        first.metadata.resource_version
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn all_namespaces_list_pages_in_namespace_then_name_order() {
+    let s = server();
+    create_namespace(&s, "team-a").await;
+    let default_cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let team_cms: Api<ConfigMap> = Api::namespaced(s.client(), "team-a");
+    create_cm(&team_cms, "c", &[]).await;
+    create_cm(&default_cms, "b", &[]).await;
+    create_cm(&team_cms, "a", &[]).await;
+    create_cm(&default_cms, "a", &[]).await;
+
+    let all: Api<ConfigMap> = Api::all(s.client());
+    let first = all
+        .list(&ListParams::default().limit(3))
+        .await
+        .expect("first page");
+    assert_eq!(
+        ns_names(&first.items),
+        vec!["default/a", "default/b", "team-a/a"]
+    );
+    let token = first.metadata.continue_.clone().expect("continue token");
+    let second = all
+        .list(&ListParams::default().limit(3).continue_token(&token))
+        .await
+        .expect("second page");
+    assert_eq!(ns_names(&second.items), vec!["team-a/c"]);
+    assert_eq!(second.metadata.continue_.filter(|t| !t.is_empty()), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn expired_continue_token_is_rejected_with_410_expired() {
+    let s = short_history_server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    five_configmaps(&cms).await;
+    let first = cms
+        .list(&ListParams::default().limit(2))
+        .await
+        .expect("first page");
+    let token = first.metadata.continue_.clone().expect("continue token");
+    for i in 1..=5 {
+        set_data(&cms, "e", &format!("v{i}")).await;
+    }
+
+    let status = api_err(
+        cms.list(&ListParams::default().limit(2).continue_token(&token))
+            .await,
+    );
+    assert_eq!(status.code, 410);
+    assert_eq!(status.reason, "Expired");
+    assert_eq!(status.message, EXPIRED_CONTINUE);
+}
+
+#[tokio::test(start_paused = true)]
+async fn expired_continue_answer_carries_a_token_for_the_rest_of_the_list() {
+    // The real server puts a fresh token in the Status's metadata.continue: it continues after the
+    // same key, at the latest resourceVersion ("use the continue token in this response").
+    let s = short_history_server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    five_configmaps(&cms).await;
+    let first = cms
+        .list(&ListParams::default().limit(2))
+        .await
+        .expect("first page");
+    let token = first.metadata.continue_.clone().expect("continue token");
+    for i in 1..=5 {
+        set_data(&cms, "e", &format!("v{i}")).await;
+    }
+
+    let status = api_err(
+        cms.list(&ListParams::default().limit(2).continue_token(&token))
+            .await,
+    );
+    let fresh = status
+        .metadata
+        .and_then(|m| m.continue_)
+        .filter(|t| !t.is_empty())
+        .expect("the 410 Status carries metadata.continue");
+    let rest = cms
+        .list(&ListParams::default().limit(10).continue_token(&fresh))
+        .await
+        .expect("list with the token from the 410");
+    assert_eq!(names(&rest.items), vec!["c", "d", "e"]);
+    assert_eq!(
+        rest.items[2]
+            .data
+            .as_ref()
+            .and_then(|d| d.get("k"))
+            .map(String::as_str),
+        Some("v5"),
+        "the remainder is read at the latest resourceVersion"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn garbage_continue_token_is_rejected_with_400() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    five_configmaps(&cms).await;
+    let status = api_err(
+        cms.list(
+            &ListParams::default()
+                .limit(2)
+                .continue_token("this-is-not-a-continue-token!"),
+        )
+        .await,
+    );
+    assert_eq!(status.code, 400);
+    assert_eq!(status.reason, "BadRequest");
+}
+
+// ---------------------------------------------------------------------------------------------
+// lists: selectors and namespaces
+
+async fn labelled_configmaps(api: &Api<ConfigMap>) {
+    create_cm(api, "a", &[("env", "prod"), ("tier", "web")]).await;
+    create_cm(api, "b", &[("env", "dev"), ("tier", "db")]).await;
+    create_cm(api, "c", &[("env", "prod")]).await;
+    create_cm(api, "d", &[]).await;
+}
+
+#[rstest]
+#[case::equals("env=prod", &["a", "c"])]
+#[case::double_equals("env==prod", &["a", "c"])]
+#[case::not_equals_includes_objects_without_the_label("env!=prod", &["b", "d"])]
+#[case::in_set("env in (prod,dev)", &["a", "b", "c"])]
+#[case::in_set_of_one("tier in (db)", &["b"])]
+#[case::notin_includes_objects_without_the_label("env notin (prod)", &["b", "d"])]
+#[case::exists("tier", &["a", "b"])]
+#[case::does_not_exist("!tier", &["c", "d"])]
+#[case::conjunction("env=prod,tier", &["a"])]
+#[case::conjunction_with_not_exists("env=prod,!tier", &["c"])]
+#[case::conjunction_with_notin("env in (prod,dev),tier notin (web)", &["b"])]
+#[case::no_match("env=staging", &[])]
+#[tokio::test(start_paused = true)]
+async fn label_selector_operators_select_the_right_objects(
+    #[case] selector: &str,
+    #[case] expected: &[&str],
+) {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    labelled_configmaps(&cms).await;
+    let list = cms
+        .list(&ListParams::default().labels(selector))
+        .await
+        .expect("list with label selector");
+    assert_eq!(names(&list.items), expected, "selector {selector:?}");
+}
+
+#[rstest]
+#[case::unclosed_set("env in (prod")]
+#[case::missing_key("=prod")]
+#[case::set_without_parentheses("env notin prod")]
+#[case::invalid_value("env=pr@d")]
+#[case::invalid_key("bad key=x")]
+#[tokio::test(start_paused = true)]
+async fn malformed_label_selector_is_rejected_with_400(#[case] selector: &str) {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let status = api_err(cms.list(&ListParams::default().labels(selector)).await);
+    assert_eq!(status.code, 400, "selector {selector:?}: {status:?}");
+    assert_eq!(status.reason, "BadRequest", "selector {selector:?}");
+}
+
+#[rstest]
+#[case::name("metadata.name=a", &["default/a", "team-a/a"])]
+#[case::name_double_equals("metadata.name==a", &["default/a", "team-a/a"])]
+#[case::name_not_equals("metadata.name!=a", &["default/b", "team-a/c"])]
+#[case::namespace("metadata.namespace=team-a", &["team-a/a", "team-a/c"])]
+#[case::namespace_not_equals("metadata.namespace!=team-a", &["default/a", "default/b"])]
+#[case::both("metadata.namespace=team-a,metadata.name=a", &["team-a/a"])]
+#[tokio::test(start_paused = true)]
+async fn configmap_field_selectors_on_name_and_namespace(
+    #[case] selector: &str,
+    #[case] expected: &[&str],
+) {
+    let s = server();
+    create_namespace(&s, "team-a").await;
+    let default_cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let team_cms: Api<ConfigMap> = Api::namespaced(s.client(), "team-a");
+    create_cm(&default_cms, "a", &[]).await;
+    create_cm(&default_cms, "b", &[]).await;
+    create_cm(&team_cms, "a", &[]).await;
+    create_cm(&team_cms, "c", &[]).await;
+
+    let all: Api<ConfigMap> = Api::all(s.client());
+    let list = all
+        .list(&ListParams::default().fields(selector))
+        .await
+        .expect("list with field selector");
+    assert_eq!(ns_names(&list.items), expected, "selector {selector:?}");
+}
+
+#[rstest]
+#[case::node("spec.nodeName=node-1", &["p1", "p4"])]
+#[case::not_node("spec.nodeName!=node-1", &["p2", "p3"])]
+#[case::unscheduled("spec.nodeName=", &["p3"])]
+#[case::pending("status.phase=Pending", &["p1", "p3"])]
+#[case::running("status.phase=Running", &["p2"])]
+#[case::not_pending("status.phase!=Pending", &["p2", "p4"])]
+#[case::node_and_phase("spec.nodeName=node-1,status.phase=Succeeded", &["p4"])]
+#[tokio::test(start_paused = true)]
+async fn pod_field_selectors_on_node_name_and_phase(
+    #[case] selector: &str,
+    #[case] expected: &[&str],
+) {
+    let s = server();
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    for (name, node) in [
+        ("p1", Some("node-1")),
+        ("p2", Some("node-2")),
+        ("p3", None),
+        ("p4", Some("node-1")),
+    ] {
+        let created = pods
+            .create(&PostParams::default(), &pod(name, node))
+            .await
+            .expect("create pod");
+        assert_eq!(
+            created.status.as_ref().and_then(|st| st.phase.as_deref()),
+            Some("Pending"),
+            "a new pod is Pending"
+        );
+    }
+    set_phase(&pods, "p2", "Running").await;
+    let mut p4 = pods.get("p4").await.expect("get p4");
+    p4.status.get_or_insert_with(Default::default).phase = Some("Succeeded".into());
+    pods.replace_status("p4", &PostParams::default(), &p4)
+        .await
+        .expect("replace p4 status");
+
+    let list = pods
+        .list(&ListParams::default().fields(selector))
+        .await
+        .expect("list with field selector");
+    assert_eq!(names(&list.items), expected, "selector {selector:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn unsupported_field_selector_is_rejected_with_400() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    create_cm(&cms, "a", &[]).await;
+    let status = api_err(cms.list(&ListParams::default().fields("spec.foo=bar")).await);
+    assert_eq!(status.code, 400);
+    assert_eq!(status.reason, "BadRequest");
+    assert_eq!(status.message, "field label not supported: spec.foo");
+}
+
+#[tokio::test(start_paused = true)]
+async fn pod_field_selector_is_not_supported_on_configmaps() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let status = api_err(
+        cms.list(&ListParams::default().fields("status.phase=Running"))
+            .await,
+    );
+    assert_eq!(status.code, 400);
+    assert_eq!(status.message, "field label not supported: status.phase");
+}
+
+#[tokio::test(start_paused = true)]
+async fn namespaced_list_holds_only_its_namespace_and_all_namespaces_list_holds_every_one() {
+    let s = server();
+    create_namespace(&s, "team-a").await;
+    create_namespace(&s, "team-b").await;
+    let default_cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let team_a: Api<ConfigMap> = Api::namespaced(s.client(), "team-a");
+    let team_b: Api<ConfigMap> = Api::namespaced(s.client(), "team-b");
+    create_cm(&team_b, "x", &[]).await;
+    create_cm(&team_a, "x", &[]).await;
+    create_cm(&team_a, "y", &[]).await;
+    create_cm(&default_cms, "z", &[]).await;
+
+    let only_a = team_a.list(&ListParams::default()).await.expect("list a");
+    assert_eq!(ns_names(&only_a.items), vec!["team-a/x", "team-a/y"]);
+    let only_b = team_b.list(&ListParams::default()).await.expect("list b");
+    assert_eq!(ns_names(&only_b.items), vec!["team-b/x"]);
+
+    let all: Api<ConfigMap> = Api::all(s.client());
+    let every = all.list(&ListParams::default()).await.expect("list all");
+    assert_eq!(
+        ns_names(&every.items),
+        vec!["default/z", "team-a/x", "team-a/y", "team-b/x"]
+    );
+    let rv = every
+        .metadata
+        .resource_version
+        .as_deref()
+        .map(rv_num)
+        .expect("list resourceVersion");
+    assert_eq!(rv, s.resource_version(), "a list is at the current resourceVersion");
+}
