@@ -60,6 +60,10 @@ impl Clock {
         tokio::time::sleep(duration).await
     }
 
+    pub async fn sleep_until(&self, deadline: tokio::time::Instant) {
+        tokio::time::sleep_until(deadline).await
+    }
+
     /// Time elapsed on this clock since `earlier` (zero if `earlier` is in the future).
     pub fn since(&self, earlier: Timestamp) -> Duration {
         let d = self.now().duration_since(earlier);

@@ -66,6 +66,18 @@ impl FieldCause {
         }
     }
 
+    pub fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> Self {
+        let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        FieldCause {
+            reason: CauseReason::NotSupported,
+            field: field.into(),
+            message: format!(
+                "Unsupported value: {value:?}: supported values: {}",
+                quoted.join(", ")
+            ),
+        }
+    }
+
     fn to_json(&self) -> Value {
         json!({"reason": self.reason.as_str(), "message": self.message, "field": self.field})
     }
@@ -79,6 +91,8 @@ pub struct ApiError {
     pub reason: &'static str,
     pub message: String,
     pub details: Option<Value>,
+    /// A continue token offered with an expired list (the Status' `metadata.continue`).
+    pub list_continue: Option<String>,
 }
 
 /// Names a resource in messages the way the real server does: `configmaps` or `jobs.batch`.
@@ -105,6 +119,7 @@ impl ApiError {
             reason,
             message: message.into(),
             details: None,
+            list_continue: None,
         }
     }
 
@@ -167,7 +182,7 @@ impl ApiError {
         )
     }
 
-    /// 422 Invalid: `Kind "name" is invalid: <field>: <message>` (several causes in brackets).
+    /// 422 Invalid: `Kind.group "name" is invalid: <field>: <message>` (several causes in brackets).
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<FieldCause>) -> Self {
         let parts: Vec<String> = causes
             .iter()
@@ -191,7 +206,10 @@ impl ApiError {
             ..Self::new(
                 422,
                 "Invalid",
-                format!("{kind} \"{name}\" is invalid: {summary}"),
+                format!(
+                    "{} \"{name}\" is invalid: {summary}",
+                    qualified_resource(group, kind)
+                ),
             )
         }
     }
@@ -251,6 +269,9 @@ impl ApiError {
         });
         if let Some(details) = &self.details {
             status["details"] = details.clone();
+        }
+        if let Some(token) = &self.list_continue {
+            status["metadata"] = json!({"continue": token});
         }
         status
     }

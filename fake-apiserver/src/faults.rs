@@ -200,6 +200,11 @@ impl Faults {
         id
     }
 
+    /// Whether any rule is in place (requests skip fault matching when none is).
+    pub fn has_rules(&self) -> bool {
+        !self.lock().rules.is_empty()
+    }
+
     pub fn remove(&self, id: FaultId) {
         self.lock().rules.retain(|(i, _)| *i != id);
     }

@@ -38,7 +38,7 @@ pub enum StartError {
         path: String,
         index: usize,
         name: String,
-        source: ApiError,
+        source: Box<ApiError>,
     },
     #[error("binding {addr}: {source}")]
     Bind {
@@ -217,7 +217,7 @@ impl FakeApiServer {
                 path: origin.to_string(),
                 index,
                 name,
-                source,
+                source: Box::new(source),
             })?;
             count += 1;
         }

@@ -66,13 +66,7 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
         .as_array()
         .cloned()
         .unwrap_or_default();
-    if versions.is_empty() {
-        causes.push(FieldCause::invalid(
-            "spec.versions",
-            "",
-            "must have exactly one version marked as storage version",
-        ));
-    } else if versions
+    if versions
         .iter()
         .filter(|v| v["storage"] == Value::Bool(true))
         .count()

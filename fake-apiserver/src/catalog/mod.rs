@@ -15,6 +15,9 @@ pub(crate) use builtin::builtin_types;
 pub use crd::crd_types;
 pub use version::version_priority;
 
+/// Checks that a body decodes as a kind's typed form; the error names the offending field.
+pub type DecodeCheck = fn(&serde_json::Value) -> Result<(), String>;
+
 /// One served group/version/resource.
 #[derive(Debug)]
 pub struct ResourceType {
@@ -38,7 +41,7 @@ pub struct ResourceType {
     pub crd: Option<String>,
     /// Decodes a body into the kind's typed form, as the real server does before anything else, so
     /// that a wrongly typed field is a 400 naming it. `None` for custom resources.
-    pub decode_check: Option<fn(&serde_json::Value) -> Result<(), String>>,
+    pub decode_check: Option<DecodeCheck>,
 }
 
 impl ResourceType {
@@ -78,6 +81,8 @@ pub struct Catalog {
     by_path: HashMap<(String, String, String), Arc<ResourceType>>,
     /// Served types in discovery order (group, then version priority, then plural).
     ordered: Vec<Arc<ResourceType>>,
+    /// The preferred type of each storage: how the server itself renders stored objects.
+    storage_owner: HashMap<Arc<str>, Arc<ResourceType>>,
 }
 
 /// A group as discovery shows it: versions with the preferred one first.
@@ -92,15 +97,11 @@ impl Catalog {
     pub fn builtin() -> Self {
         let mut catalog = Catalog::default();
         for rt in builtin::all_builtin_types() {
-            catalog.insert(Arc::new(rt));
+            let key = (rt.group.clone(), rt.version.clone(), rt.plural.clone());
+            catalog.by_path.insert(key, Arc::new(rt));
         }
+        catalog.reorder();
         catalog
-    }
-
-    fn insert(&mut self, rt: Arc<ResourceType>) {
-        let key = (rt.group.clone(), rt.version.clone(), rt.plural.clone());
-        self.by_path.insert(key, rt);
-        self.reorder();
     }
 
     fn reorder(&mut self) {
@@ -112,6 +113,14 @@ impl Catalog {
                 .then_with(|| version_priority(&a.version).cmp(&version_priority(&b.version)))
                 .then_with(|| a.plural.cmp(&b.plural))
         });
+        self.storage_owner.clear();
+        for rt in &all {
+            if rt.group_is_storage_owner() {
+                self.storage_owner
+                    .entry(rt.storage.clone())
+                    .or_insert_with(|| rt.clone());
+            }
+        }
         self.ordered = all;
     }
 

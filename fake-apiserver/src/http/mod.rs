@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::ResourceType;
 use crate::clock::Clock;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, FieldCause};
 use crate::faults::{Faults, RequestInfo, Verb};
 use crate::semantics::patch::{PatchKind, unsupported_patch};
 use crate::semantics::selectors::{FieldSelector, LabelSelector};
@@ -136,14 +136,6 @@ where
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
     let route = route::route(parts.uri.path());
-    let info = request_info(&parts.method, &route, &query);
-    let verdict = shared.faults.judge(&info);
-    if !verdict.delay.is_zero() {
-        shared.clock.sleep(verdict.delay).await;
-    }
-    if let Some(e) = verdict.fail {
-        return error_response(&e);
-    }
     let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e)
@@ -158,6 +150,23 @@ where
             )));
         }
     };
+    if shared.faults.has_rules() {
+        let mut info = request_info(&parts.method, &route, &query);
+        if info.verb == Some(Verb::Create) && info.name.is_empty() {
+            // A create names its object in the body, not the URL.
+            info.name = serde_json::from_slice::<Value>(&body)
+                .ok()
+                .and_then(|v| v["metadata"]["name"].as_str().map(String::from))
+                .unwrap_or_default();
+        }
+        let verdict = shared.faults.judge(&info);
+        if !verdict.delay.is_zero() {
+            shared.clock.sleep(verdict.delay).await;
+        }
+        if let Some(e) = verdict.fail {
+            return error_response(&e);
+        }
+    }
     tracing::debug!(method = %parts.method, uri = %parts.uri, "request");
     let content_type = parts
         .headers
@@ -269,17 +278,23 @@ fn list_options(query: &Query) -> ApiResult<ListOptions> {
     })
 }
 
-fn dry_run(query: &Query, body: Option<&Value>) -> ApiResult<bool> {
+/// Whether the request is a dry run; `options` names the options kind in errors (CreateOptions...).
+fn dry_run(query: &Query, body: Option<&Value>, options: &str) -> ApiResult<bool> {
     let from_body = body
         .and_then(|b| b["dryRun"].as_array())
         .is_some_and(|a| a.iter().any(|v| v == "All"));
     match query.get("dryRun") {
         None | Some("") => Ok(from_body),
         Some("All") => Ok(true),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "dryRun: Unsupported value: {other:?}: supported values: \"All\""
-        ))),
+        Some(other) => Err(invalid_options(
+            options,
+            FieldCause::not_supported("dryRun", other, &["All"]),
+        )),
     }
+}
+
+fn invalid_options(options: &str, cause: FieldCause) -> ApiError {
+    ApiError::invalid("meta.k8s.io", options, "", vec![cause])
 }
 
 fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
@@ -298,9 +313,14 @@ fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
         Some("Foreground") => Some(Propagation::Foreground),
         Some("Orphan") => Some(Propagation::Orphan),
         Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "propagationPolicy: Unsupported value: {other:?}: supported values: \"Background\", \"Foreground\", \"Orphan\""
-            )));
+            return Err(invalid_options(
+                "DeleteOptions",
+                FieldCause::not_supported(
+                    "propagationPolicy",
+                    other,
+                    &["Foreground", "Background", "Orphan", "nil"],
+                ),
+            ));
         }
     };
     let propagation = match (propagation, body["orphanDependents"].as_bool()) {
@@ -308,7 +328,7 @@ fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
         (p, _) => p,
     };
     Ok(DeleteOptions {
-        dry_run: dry_run(query, Some(&body))?,
+        dry_run: dry_run(query, Some(&body), "DeleteOptions")?,
         propagation,
         precondition_uid: body["preconditions"]["uid"].as_str().map(String::from),
         precondition_rv: body["preconditions"]["resourceVersion"]
@@ -345,9 +365,9 @@ async fn serve_resource(
         return Err(ApiError::unknown_path());
     }
     let name = path.name.clone();
-    let write = |body: Option<&Value>| -> ApiResult<WriteOptions> {
+    let write = |body: Option<&Value>, options: &str| -> ApiResult<WriteOptions> {
         Ok(WriteOptions {
-            dry_run: dry_run(query, body)?,
+            dry_run: dry_run(query, body, options)?,
         })
     };
     match (method, name) {
@@ -369,7 +389,7 @@ async fn serve_resource(
         }
         (&Method::POST, None) if sub == Subresource::Main => {
             let obj = decode_body(&rt, content_type, body)?;
-            let opts = write(Some(&obj))?;
+            let opts = write(Some(&obj), "CreateOptions")?;
             Ok(json_response(
                 201,
                 &shared.store().create(&rt, &ns, obj, &opts)?,
@@ -377,7 +397,7 @@ async fn serve_resource(
         }
         (&Method::PUT, Some(name)) => {
             let obj = decode_body(&rt, content_type, body)?;
-            let opts = write(Some(&obj))?;
+            let opts = write(Some(&obj), "UpdateOptions")?;
             Ok(json_response(
                 200,
                 &shared.store().update(&rt, &ns, &name, obj, sub, &opts)?,
@@ -386,7 +406,7 @@ async fn serve_resource(
         (&Method::PATCH, Some(name)) => {
             let kind = PatchKind::from_content_type(content_type)
                 .ok_or_else(|| unsupported_patch(content_type))?;
-            let opts = write(None)?;
+            let opts = write(None, "PatchOptions")?;
             Ok(json_response(
                 200,
                 &shared
@@ -397,7 +417,8 @@ async fn serve_resource(
         (&Method::DELETE, Some(name)) if sub == Subresource::Main => {
             let opts = delete_options(query, body)?;
             match shared.store().delete(&rt, &ns, &name, &opts)? {
-                crate::store::Deleted::Pending(obj) => Ok(json_response(202, &obj)),
+                // The real server answers 200 even when finalizers keep the object.
+                crate::store::Deleted::Pending(obj) => Ok(json_response(200, &obj)),
                 crate::store::Deleted::Gone(obj) => Ok(json_response(200, &obj)),
             }
         }

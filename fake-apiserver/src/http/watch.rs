@@ -20,6 +20,8 @@ use crate::store::{Change, ChangeType, ListOptions, Store, WatchStart, render};
 
 /// How often a watch that asked for bookmarks gets one.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+/// How long before its timeout a watch gets its last bookmark.
+const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
 /// A watch without `timeoutSeconds` ends after this long, like the real server's minimum.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
@@ -127,6 +129,53 @@ fn classify(rt: &ResourceType, p: &Params, change: &Change) -> Option<&'static s
     }
 }
 
+/// The client went away.
+struct Closed;
+
+/// One watch's output side: its selection and where its lines go.
+struct Sink {
+    rt: Arc<ResourceType>,
+    p: Params,
+    tx: mpsc::Sender<Bytes>,
+    last_rv: u64,
+}
+
+impl Sink {
+    async fn send(&self, kind: &str, object: &Value) -> Result<(), Closed> {
+        self.tx
+            .send(event_line(kind, object))
+            .await
+            .map_err(|_| Closed)
+    }
+
+    /// Send a change if this watch's selection makes it an event.
+    async fn deliver(&mut self, change: &Change) -> Result<(), Closed> {
+        self.last_rv = self.last_rv.max(change.rv);
+        let Some(kind) = classify(&self.rt, &self.p, change) else {
+            return Ok(());
+        };
+        let leaving = kind == "DELETED" && change.kind == ChangeType::Modified;
+        match (&change.old, leaving) {
+            // An object leaving the selection is reported with the content it last matched with,
+            // stamped with the change's resourceVersion, as the real watch cache does.
+            (Some(old), true) => {
+                let mut last = render(&self.rt, old);
+                last["metadata"]["resourceVersion"] = json!(change.rv.to_string());
+                self.send(kind, &last).await
+            }
+            _ => self.send(kind, &render(&self.rt, &change.object)).await,
+        }
+    }
+
+    async fn bookmark(&self, rv: u64, initial_events_end: bool) -> Result<(), Closed> {
+        self.send(
+            "BOOKMARK",
+            &crate::store::watch_bookmark(&self.rt, rv, initial_events_end),
+        )
+        .await
+    }
+}
+
 async fn run(
     shared: Arc<Shared>,
     rt: Arc<ResourceType>,
@@ -140,60 +189,74 @@ async fn run(
         mut rx,
         resource_version,
     } = init;
-    let mut last_rv = resource_version;
+    let mut sink = Sink {
+        rt,
+        p,
+        tx,
+        last_rv: resource_version,
+    };
+    let _ = stream(
+        &shared,
+        &mut sink,
+        initial,
+        replay,
+        &mut rx,
+        resource_version,
+    )
+    .await;
+}
+
+async fn stream(
+    shared: &Shared,
+    sink: &mut Sink,
+    initial: Vec<Arc<Change>>,
+    replay: Vec<Arc<Change>>,
+    rx: &mut mpsc::Receiver<Arc<Change>>,
+    resource_version: u64,
+) -> Result<(), Closed> {
     for change in initial.iter().chain(replay.iter()) {
-        if let Some(kind) = classify(&rt, &p, change) {
-            if tx
-                .send(event_line(kind, &render(&rt, &change.object)))
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
-        last_rv = last_rv.max(change.rv);
+        sink.deliver(change).await?;
     }
-    if p.initial_events {
-        let mark = crate::store::watch_bookmark(&rt, resource_version, true);
-        if tx.send(event_line("BOOKMARK", &mark)).await.is_err() {
-            return;
-        }
+    if sink.p.initial_events {
+        sink.bookmark(resource_version, true).await?;
     }
     let clock = shared.clock.clone();
-    let timeout = clock.sleep(p.timeout);
+    let deadline = tokio::time::Instant::now() + sink.p.timeout;
+    // Like the real watch cache: a bookmark every minute, and one just before the timeout.
+    let next_bookmark_at = |now: tokio::time::Instant| {
+        let every = now + BOOKMARK_EVERY;
+        let pre_timeout = deadline
+            .checked_sub(PRE_TIMEOUT_BOOKMARK)
+            .unwrap_or(deadline);
+        if pre_timeout > now {
+            every.min(pre_timeout)
+        } else {
+            every
+        }
+    };
+    let timeout = clock.sleep_until(deadline);
     tokio::pin!(timeout);
-    let mut next_bookmark = Box::pin(clock.sleep(BOOKMARK_EVERY));
+    let mut next_bookmark =
+        Box::pin(clock.sleep_until(next_bookmark_at(tokio::time::Instant::now())));
+    let bookmarks = sink.p.bookmarks;
     loop {
         tokio::select! {
             biased;
-            change = rx.recv() => {
-                let Some(change) = change else { return };
-                last_rv = last_rv.max(change.rv);
-                if let Some(kind) = classify(&rt, &p, &change) {
-                    if tx.send(event_line(kind, &render(&rt, &change.object))).await.is_err() {
-                        return;
-                    }
-                }
-            }
-            _ = &mut timeout => return,
-            _ = &mut next_bookmark, if p.bookmarks => {
-                // Everything committed up to `now_rv` is already in `rx`: drain it, then the bookmark
-                // cannot run ahead of an event still to be sent.
+            change = rx.recv() => match change {
+                Some(change) => sink.deliver(&change).await?,
+                None => return Ok(()),
+            },
+            _ = &mut timeout => return Ok(()),
+            _ = &mut next_bookmark, if bookmarks => {
+                // Everything committed up to `now_rv` is already in `rx`: drain it first, so the
+                // bookmark cannot run ahead of an event still to be sent.
                 let now_rv = shared.store().resource_version();
                 while let Ok(change) = rx.try_recv() {
-                    last_rv = last_rv.max(change.rv);
-                    if let Some(kind) = classify(&rt, &p, &change) {
-                        if tx.send(event_line(kind, &render(&rt, &change.object))).await.is_err() {
-                            return;
-                        }
-                    }
+                    sink.deliver(&change).await?;
                 }
-                last_rv = last_rv.max(now_rv);
-                let mark = crate::store::watch_bookmark(&rt, last_rv, false);
-                if tx.send(event_line("BOOKMARK", &mark)).await.is_err() {
-                    return;
-                }
-                next_bookmark = Box::pin(clock.sleep(BOOKMARK_EVERY));
+                sink.last_rv = sink.last_rv.max(now_rv);
+                sink.bookmark(sink.last_rv, false).await?;
+                next_bookmark = Box::pin(clock.sleep_until(next_bookmark_at(tokio::time::Instant::now())));
             }
         }
     }

@@ -36,6 +36,16 @@ pub fn unsupported_patch(content_type: &str) -> ApiError {
     ))
 }
 
+/// Refuse the patch types this server does not implement yet, before anything is looked up.
+pub fn ensure_supported(kind: PatchKind) -> ApiResult<()> {
+    match kind {
+        PatchKind::Json | PatchKind::Merge => Ok(()),
+        PatchKind::StrategicMerge | PatchKind::Apply => Err(ApiError::unsupported_media_type(
+            "strategic merge patch and server-side apply are not supported by this server yet: use application/merge-patch+json or application/json-patch+json",
+        )),
+    }
+}
+
 /// Apply a JSON or merge patch to `target`, returning the patched copy.
 pub fn apply_patch(kind: PatchKind, target: &Value, body: &[u8]) -> ApiResult<Value> {
     let mut doc = target.clone();
@@ -46,10 +56,11 @@ pub fn apply_patch(kind: PatchKind, target: &Value, body: &[u8]) -> ApiResult<Va
             for op in ops.0 {
                 // Like the real server, `test` for null passes where the path does not exist: the
                 // kube-rs finalizer helper relies on it when adding the first finalizer.
-                if let json_patch::PatchOperation::Test(t) = &op {
-                    if t.value.is_null() && doc.pointer(t.path.as_str()).is_none() {
-                        continue;
-                    }
+                if let json_patch::PatchOperation::Test(t) = &op
+                    && t.value.is_null()
+                    && doc.pointer(t.path.as_str()).is_none()
+                {
+                    continue;
                 }
                 json_patch::patch(&mut doc, &[op]).map_err(|e| {
                     ApiError::new(
@@ -70,11 +81,7 @@ pub fn apply_patch(kind: PatchKind, target: &Value, body: &[u8]) -> ApiResult<Va
             }
             json_patch::merge(&mut doc, &patch);
         }
-        PatchKind::StrategicMerge | PatchKind::Apply => {
-            return Err(ApiError::unsupported_media_type(
-                "strategic merge patch and server-side apply are not supported by this server yet: use application/merge-patch+json or application/json-patch+json",
-            ));
-        }
+        PatchKind::StrategicMerge | PatchKind::Apply => ensure_supported(kind)?,
     }
     if !doc.is_object() {
         return Err(ApiError::bad_request(

@@ -36,27 +36,33 @@ impl Store {
         tracing::error!("lifecycle processing did not settle");
     }
 
-    /// Background garbage collection: delete dependents whose owners are now all gone.
+    /// Background garbage collection: delete dependents whose owners are now all gone; drop the
+    /// references to gone owners from dependents that still have a live one, as the real collector does.
     fn collect_dependents_of(&mut self, owner_uid: &str) {
         let candidates: Vec<ObjKey> = match self.dependents.get(owner_uid) {
             Some(set) => set.iter().cloned().collect(),
-            None => {
-                // An object created with only dangling owners is indexed under those uids too.
-                return;
-            }
+            None => return,
         };
         for key in candidates {
             let Some(obj) = self.objects.get(&key).cloned() else {
                 continue;
             };
-            let all_gone = obj["metadata"]["ownerReferences"]
+            if is_deleting(&obj) {
+                continue;
+            }
+            let refs = obj["metadata"]["ownerReferences"]
                 .as_array()
-                .is_some_and(|refs| {
-                    refs.iter()
-                        .all(|r| !r["uid"].as_str().is_some_and(|u| self.uids.contains_key(u)))
-                });
-            if all_gone && !is_deleting(&obj) {
+                .cloned()
+                .unwrap_or_default();
+            let live = |r: &Value| r["uid"].as_str().is_some_and(|u| self.uids.contains_key(u));
+            let (solid, dangling): (Vec<Value>, Vec<Value>) =
+                refs.into_iter().partition(|r| live(r));
+            if solid.is_empty() {
                 self.delete_key(&key, Propagation::Background);
+            } else if !dangling.is_empty() {
+                let mut updated = (*obj).clone();
+                updated["metadata"]["ownerReferences"] = Value::Array(solid);
+                self.commit(key, updated, ChangeType::Modified);
             }
         }
     }
@@ -96,11 +102,11 @@ impl Store {
                     }
                     changed = true;
                 }
-                Some(Lifecycle::CustomResourceDefinition) if has_finalizer(&obj, CRD_CLEANUP) => {
-                    if self.crd_emptied(&key.name) {
-                        remove_finalizer(&mut obj, CRD_CLEANUP);
-                        changed = true;
-                    }
+                Some(Lifecycle::CustomResourceDefinition)
+                    if has_finalizer(&obj, CRD_CLEANUP) && self.crd_emptied(&key.name) =>
+                {
+                    remove_finalizer(&mut obj, CRD_CLEANUP);
+                    changed = true;
                 }
                 _ => {}
             }
@@ -141,10 +147,10 @@ impl Store {
             let mut dep = (*dep).clone();
             if let Some(refs) = dep["metadata"]["ownerReferences"].as_array_mut() {
                 refs.retain(|r| r["uid"] != json!(uid));
-                if refs.is_empty() {
-                    if let Some(m) = dep["metadata"].as_object_mut() {
-                        m.remove("ownerReferences");
-                    }
+                if refs.is_empty()
+                    && let Some(m) = dep["metadata"].as_object_mut()
+                {
+                    m.remove("ownerReferences");
                 }
             }
             self.commit(key, dep, ChangeType::Modified);
@@ -227,10 +233,10 @@ impl Store {
 fn remove_finalizer(obj: &mut Value, name: &str) {
     if let Some(list) = obj["metadata"]["finalizers"].as_array_mut() {
         list.retain(|f| f != name);
-        if list.is_empty() {
-            if let Some(m) = obj["metadata"].as_object_mut() {
-                m.remove("finalizers");
-            }
+        if list.is_empty()
+            && let Some(m) = obj["metadata"].as_object_mut()
+        {
+            m.remove("finalizers");
         }
     }
 }

@@ -303,12 +303,12 @@ impl Store {
                 .or_default()
                 .insert(key.clone());
         }
-        if let Some(uid) = old.and_then(|o| o["metadata"]["uid"].as_str()) {
-            if new.is_none() {
-                self.uids.remove(uid);
-                self.gone_owners.push_back(uid.to_string());
-                self.pending.remove(key);
-            }
+        if let Some(uid) = old.and_then(|o| o["metadata"]["uid"].as_str())
+            && new.is_none()
+        {
+            self.uids.remove(uid);
+            self.gone_owners.push_back(uid.to_string());
+            self.pending.remove(key);
         }
         if let Some(uid) = new.and_then(|o| o["metadata"]["uid"].as_str()) {
             self.uids.insert(uid.to_string(), key.clone());

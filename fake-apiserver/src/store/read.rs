@@ -1,6 +1,8 @@
 //! Reads: get and paginated, filtered lists.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
+use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -35,21 +37,28 @@ impl ListPage {
 
 const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
-/// The opaque continue token: the list's resourceVersion and the last key returned.
-fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+/// The opaque continue token: the list's resourceVersion (-1: the latest) and the last key returned.
+fn encode_continue(rv: Option<u64>, ns: &str, name: &str) -> String {
+    let rv = rv.map_or(-1, |rv| i64::try_from(rv).unwrap_or(i64::MAX));
     URL_SAFE_NO_PAD
         .encode(json!({"v": "meta.k8s.io/v1", "rv": rv, "start": [ns, name]}).to_string())
 }
 
-fn decode_continue(token: &str) -> ApiResult<(u64, String, String)> {
+fn decode_continue(token: &str) -> ApiResult<(Option<u64>, String, String)> {
     let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
     let raw = URL_SAFE_NO_PAD
         .decode(token.trim_end_matches('='))
         .map_err(|e| bad(&e.to_string()))?;
     let v: Value = serde_json::from_slice(&raw).map_err(|e| bad(&e.to_string()))?;
-    let rv = v["rv"]
-        .as_u64()
-        .ok_or_else(|| bad("missing resource version"))?;
+    let rv = match v["rv"].as_i64() {
+        Some(-1) => None,
+        Some(rv) if rv > 0 => Some(rv as u64),
+        _ => {
+            return Err(bad(
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ));
+        }
+    };
     let ns = v["start"][0]
         .as_str()
         .ok_or_else(|| bad("missing start key"))?;
@@ -98,10 +107,11 @@ impl Store {
         opts: &ListOptions,
         stored: &Value,
     ) -> bool {
-        if let Some(ns) = ns {
-            if rt.namespaced && stored["metadata"]["namespace"].as_str().unwrap_or("") != ns {
-                return false;
-            }
+        if let Some(ns) = ns
+            && rt.namespaced
+            && stored["metadata"]["namespace"].as_str().unwrap_or("") != ns
+        {
+            return false;
         }
         if !opts.labels.matches(stored) {
             return false;
@@ -137,52 +147,94 @@ impl Store {
         let (list_rv, start) = match &opts.continue_token {
             Some(token) if !token.is_empty() => {
                 let (rv, start_ns, start_name) = decode_continue(token)?;
-                if rv < self.compacted_rv {
-                    return Err(ApiError::expired(EXPIRED_CONTINUE));
-                }
-                (rv, Some((start_ns, start_name)))
+                let rv = match rv {
+                    Some(rv) if rv < self.compacted_rv => {
+                        // The real server offers a token for the rest of the list at the latest
+                        // resourceVersion, accepting that the result is then inconsistent.
+                        let mut e = ApiError::expired(EXPIRED_CONTINUE);
+                        e.list_continue = Some(encode_continue(None, &start_ns, &start_name));
+                        return Err(e);
+                    }
+                    Some(rv) => rv,
+                    None => self.rv,
+                };
+                let start = ObjKey {
+                    storage: rt.storage.clone(),
+                    namespace: start_ns,
+                    name: start_name,
+                };
+                (rv, Some(start))
             }
             _ => (self.rv, None),
         };
+        let in_scope = |k: &ObjKey| k.storage == rt.storage && ns.is_none_or(|n| k.namespace == n);
+        let after_start = |k: &ObjKey| match &start {
+            Some(s) => k > s,
+            None => true,
+        };
         let lower = match &start {
-            Some((sns, sname)) => Bound::Excluded(ObjKey {
-                storage: rt.storage.clone(),
-                namespace: sns.clone(),
-                name: sname.clone(),
-            }),
+            Some(s) => Bound::Excluded(s.clone()),
             None => Bound::Included(ObjKey {
                 storage: rt.storage.clone(),
                 namespace: ns.unwrap_or("").to_string(),
                 name: String::new(),
             }),
         };
+        // A continued list reads the objects as they were at the first page's resourceVersion:
+        // the state before the first later change of each key, from the history.
+        let mut past: BTreeMap<&ObjKey, Option<&Arc<Value>>> = BTreeMap::new();
+        for change in self.history.iter().rev().take_while(|c| c.rv > list_rv) {
+            if in_scope(&change.key) && after_start(&change.key) {
+                past.insert(&change.key, change.old.as_ref());
+            }
+        }
+        let current = self
+            .objects
+            .range((lower, Bound::Unbounded))
+            .map(|(k, _)| k)
+            .take_while(|k| in_scope(k));
+        let keys: Vec<&ObjKey> = if past.is_empty() {
+            current.collect()
+        } else {
+            let mut all: BTreeSet<&ObjKey> = current.collect();
+            all.extend(past.keys().copied());
+            all.into_iter().collect()
+        };
         let limit = opts.limit.filter(|l| *l > 0);
+        let unfiltered = opts.labels.is_empty() && opts.fields.is_empty();
         let mut items = Vec::new();
         let mut last: Option<&ObjKey> = None;
-        let mut more = false;
-        for (key, obj) in self.objects.range((lower, Bound::Unbounded)) {
-            if key.storage != rt.storage || ns.is_some_and(|n| key.namespace != n) {
-                break;
-            }
+        let mut remaining = 0u64;
+        for key in keys {
+            let obj = match past.get(key) {
+                Some(then) => *then,
+                None => self.objects.get(key),
+            };
+            let Some(obj) = obj else { continue };
             if !Self::selects(rt, ns, opts, obj) {
                 continue;
             }
             if limit.is_some_and(|l| items.len() >= l) {
-                more = true;
-                break;
+                remaining += 1;
+                if !unfiltered {
+                    break;
+                }
+                continue;
             }
             items.push(render(rt, obj));
             last = Some(key);
         }
-        let continue_token = match (more, last) {
-            (true, Some(k)) => Some(encode_continue(list_rv, &k.namespace, &k.name)),
+        let continue_token = match (remaining > 0, last) {
+            (true, Some(k)) => Some(encode_continue(Some(list_rv), &k.namespace, &k.name)),
             _ => None,
         };
+        // Like etcd, the count of what is left is given only for lists without selectors.
+        let remaining = (continue_token.is_some() && unfiltered).then_some(remaining);
         Ok(ListPage {
             items,
             resource_version: list_rv,
             continue_token,
-            remaining: None,
+            remaining,
         })
     }
 }

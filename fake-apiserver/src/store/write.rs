@@ -29,21 +29,21 @@ fn check_type(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
             rt.kind
         )));
     }
-    if let Some(api_version) = obj.get("apiVersion").and_then(Value::as_str) {
-        if api_version != rt.api_version() {
-            return Err(ApiError::bad_request(format!(
-                "the API version in the data ({api_version}) does not match the expected API version ({})",
-                rt.api_version()
-            )));
-        }
+    if let Some(api_version) = obj.get("apiVersion").and_then(Value::as_str)
+        && api_version != rt.api_version()
+    {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            rt.api_version()
+        )));
     }
-    if let Some(kind) = obj.get("kind").and_then(Value::as_str) {
-        if kind != rt.kind {
-            return Err(ApiError::bad_request(format!(
-                "the kind in the data ({kind}) does not match the expected kind ({})",
-                rt.kind
-            )));
-        }
+    if let Some(kind) = obj.get("kind").and_then(Value::as_str)
+        && kind != rt.kind
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({kind}) does not match the expected kind ({})",
+            rt.kind
+        )));
     }
     if obj.get("metadata").is_some_and(|m| !m.is_object()) {
         return Err(ApiError::bad_request(format!(
@@ -163,18 +163,17 @@ impl Store {
             Some(c) => (c.to_storage)(&obj),
             None => obj,
         };
-        if obj["metadata"]["name"].as_str().unwrap_or("").is_empty() {
-            if let Some(prefix) = obj["metadata"]["generateName"]
+        if obj["metadata"]["name"].as_str().unwrap_or("").is_empty()
+            && let Some(prefix) = obj["metadata"]["generateName"]
                 .as_str()
                 .filter(|p| !p.is_empty())
-            {
-                let mut base = prefix.to_string();
-                while base.len() > MAX_GENERATE_NAME_PREFIX {
-                    base.pop();
-                }
-                let name = format!("{base}{}", self.name_suffix());
-                obj["metadata"]["name"] = json!(name);
+        {
+            let mut base = prefix.to_string();
+            while base.len() > MAX_GENERATE_NAME_PREFIX {
+                base.pop();
             }
+            let name = format!("{base}{}", self.name_suffix());
+            obj["metadata"]["name"] = json!(name);
         }
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
         let causes = validate_metadata(&obj, rt.behavior.name_rule);
@@ -203,10 +202,11 @@ impl Store {
             meta.insert("creationTimestamp".into(), json!(self.clock.now_rfc3339()));
             meta.insert("generation".into(), json!(1));
         }
-        if rt.status && !rt.behavior.keep_status_on_create {
-            if let Some(m) = obj.as_object_mut() {
-                m.remove("status");
-            }
+        if rt.status
+            && !rt.behavior.keep_status_on_create
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
         }
         if let Some(defaults) = rt.behavior.defaults {
             let mut next_ip = self.next_cluster_ip;
@@ -243,19 +243,19 @@ impl Store {
                 causes,
             )
         })?;
-        if let Some(t) = types.first() {
-            if self.catalog.is_builtin(&t.group, &t.plural) {
-                return Err(ApiError::invalid(
-                    "apiextensions.k8s.io",
-                    "CustomResourceDefinition",
-                    crd["metadata"]["name"].as_str().unwrap_or(""),
-                    vec![FieldCause::invalid(
-                        "spec.group",
-                        &t.group,
-                        "may not shadow a built-in resource",
-                    )],
-                ));
-            }
+        if let Some(t) = types.first()
+            && self.catalog.is_builtin(&t.group, &t.plural)
+        {
+            return Err(ApiError::invalid(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                crd["metadata"]["name"].as_str().unwrap_or(""),
+                vec![FieldCause::invalid(
+                    "spec.group",
+                    &t.group,
+                    "may not shadow a built-in resource",
+                )],
+            ));
         }
         Ok(())
     }
@@ -477,6 +477,8 @@ impl Store {
         Ok(render(rt, &stored))
     }
 
+    // The arguments mirror the request: kind, namespace, name, patch type, body, subresource, options.
+    #[allow(clippy::too_many_arguments)]
     pub fn patch(
         &mut self,
         rt: &ResourceType,
@@ -493,6 +495,7 @@ impl Store {
                 rt.plural
             )));
         }
+        crate::semantics::patch::ensure_supported(kind)?;
         let key = Store::key(rt, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
@@ -519,17 +522,17 @@ impl Store {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
         let uid = old["metadata"]["uid"].as_str().unwrap_or("").to_string();
-        if let Some(want) = &opts.precondition_uid {
-            if *want != uid {
-                return Err(ApiError::conflict(
-                    &rt.group,
-                    &rt.plural,
-                    name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
-                    ),
-                ));
-            }
+        if let Some(want) = &opts.precondition_uid
+            && *want != uid
+        {
+            return Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                ),
+            ));
         }
         if let Some(want) = &opts.precondition_rv {
             let have = old["metadata"]["resourceVersion"].as_str().unwrap_or("");
@@ -545,12 +548,25 @@ impl Store {
             }
         }
         if opts.dry_run {
-            return Ok(Deleted::Gone(render(rt, &old)));
+            let held = !finalizers(&old).is_empty()
+                || opts
+                    .propagation
+                    .is_some_and(|p| p != Propagation::Background)
+                || rt.behavior.lifecycle != Lifecycle::Plain;
+            return Ok(if held {
+                Deleted::Pending(render(rt, &old))
+            } else if rt.behavior.returns_deleted_object {
+                Deleted::Gone(render(rt, &old))
+            } else {
+                Deleted::Gone(success_status(&rt.group, &rt.plural, name, &uid))
+            });
         }
         let result = self.delete_key(&key, opts.propagation.unwrap_or(Propagation::Background));
         self.settle();
         Ok(match result {
-            Some(obj) if self.objects.contains_key(&key) => Deleted::Pending(render(rt, &obj)),
+            // Held at delete time (finalizers, a namespace): answered with the marked object, even if
+            // the cleanup that followed already removed it.
+            Some(obj) if is_deleting(&obj) => Deleted::Pending(render(rt, &obj)),
             Some(obj) if rt.behavior.returns_deleted_object => Deleted::Gone(render(rt, &obj)),
             _ => Deleted::Gone(success_status(&rt.group, &rt.plural, name, &uid)),
         })
@@ -571,10 +587,10 @@ impl Store {
             Propagation::Background => None,
         };
         let mut new = (*old).clone();
-        if let Some(f) = policy_finalizer {
-            if !list.iter().any(|x| x == f) {
-                list.push(f.to_string());
-            }
+        if let Some(f) = policy_finalizer
+            && !list.iter().any(|x| x == f)
+        {
+            list.push(f.to_string());
         }
         set_finalizers(&mut new, &list);
         let lifecycle = self

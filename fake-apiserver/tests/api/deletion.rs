@@ -6,12 +6,11 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::Client;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, WatchEvent,
     WatchParams,
 };
-use kube::core::Status;
-use kube::Client;
 use serde_json::json;
 
 use crate::common::{api_err, raw, server};
@@ -98,22 +97,6 @@ fn phase(ns: &Namespace) -> Option<String> {
     ns.status.as_ref().and_then(|s| s.phase.clone())
 }
 
-fn success(answer: either::Either<ConfigMap, Status>) -> Status {
-    match answer {
-        either::Either::Right(status) => status,
-        either::Either::Left(obj) => panic!("expected a Success Status, got the object {obj:?}"),
-    }
-}
-
-fn pending<K: std::fmt::Debug>(answer: either::Either<K, Status>) -> K {
-    match answer {
-        either::Either::Left(obj) => obj,
-        either::Either::Right(status) => {
-            panic!("expected the object still being deleted, got {status:?}")
-        }
-    }
-}
-
 // --- finalizers ---------------------------------------------------------------------------------
 
 #[tokio::test(start_paused = true)]
@@ -123,11 +106,11 @@ async fn deleting_an_object_with_a_finalizer_marks_it_and_keeps_it() {
     create(&api, &held("x")).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
 
-    let answer = pending(
-        api.delete("x", &DeleteParams::default())
-            .await
-            .expect("delete"),
-    );
+    let answer = api
+        .delete("x", &DeleteParams::default())
+        .await
+        .expect("delete")
+        .left_or_else(|other| panic!("expected the object, still being deleted, got: {other:?}"));
     assert_eq!(
         answer.metadata.deletion_timestamp.map(|t| t.0.to_string()),
         Some("2026-01-01T00:00:05Z".to_string())
@@ -170,11 +153,11 @@ async fn removing_the_last_finalizer_deletes_the_object_and_watchers_see_deleted
     })
     .await
     .expect("create");
-    let deleting = pending(
-        api.delete("x", &DeleteParams::default())
-            .await
-            .expect("delete"),
-    );
+    let deleting = api
+        .delete("x", &DeleteParams::default())
+        .await
+        .expect("delete")
+        .left_or_else(|other| panic!("expected the object, still being deleted, got: {other:?}"));
     let rv = deleting
         .metadata
         .resource_version
@@ -206,6 +189,7 @@ async fn removing_the_last_finalizer_deletes_the_object_and_watchers_see_deleted
                 WatchEvent::Modified(obj) => {
                     assert!(obj.metadata.deletion_timestamp.is_some());
                 }
+                WatchEvent::Bookmark(_) => {}
                 other => panic!("unexpected event {other:?}"),
             }
         }
@@ -269,11 +253,11 @@ async fn deleting_an_object_without_finalizers_answers_a_success_status() {
     let s = server();
     let api = configmaps(s.client(), "default");
     let created = create(&api, &cm("x")).await;
-    let status = success(
-        api.delete("x", &DeleteParams::default())
-            .await
-            .expect("delete"),
-    );
+    let status = api
+        .delete("x", &DeleteParams::default())
+        .await
+        .expect("delete")
+        .right_or_else(|other| panic!("expected a Success Status, got the object: {other:?}"));
     assert!(status.is_success(), "{status:?}");
     let details = status.details.expect("details");
     assert_eq!(details.name, "x");
@@ -316,7 +300,10 @@ async fn delete_with_a_wrong_uid_precondition_is_a_conflict() {
         "{}",
         err.message
     );
-    assert!(exists(&api, "x").await, "a failed precondition deletes nothing");
+    assert!(
+        exists(&api, "x").await,
+        "a failed precondition deletes nothing"
+    );
 
     // The right uid deletes.
     let dp = DeleteParams {
@@ -326,7 +313,9 @@ async fn delete_with_a_wrong_uid_precondition_is_a_conflict() {
         }),
         ..Default::default()
     };
-    api.delete("x", &dp).await.expect("delete with the right uid");
+    api.delete("x", &dp)
+        .await
+        .expect("delete with the right uid");
     assert!(!exists(&api, "x").await);
 }
 
@@ -389,7 +378,8 @@ async fn background_deletion_removes_the_owner_at_once_and_collects_its_dependen
     create(&api, &owned_by("dep-2", &[&owner])).await;
     create(&api, &cm("bystander")).await;
 
-    let status = success(api.delete("owner", &dp).await.expect("delete owner"));
+    let status = (api.delete("owner", &dp).await.expect("delete owner"))
+        .right_or_else(|other| panic!("expected a Success Status, got the object: {other:?}"));
     assert!(status.is_success());
     assert!(!exists(&api, "owner").await, "the owner goes at once");
     assert!(!exists(&api, "dep-1").await, "dependents are collected");
@@ -407,11 +397,11 @@ async fn foreground_deletion_keeps_the_owner_until_blocking_dependents_are_gone(
     create(&api, &blocker).await;
     create(&api, &owned_by("plain-dep", &[&owner])).await;
 
-    let answer = pending(
-        api.delete("owner", &DeleteParams::foreground())
-            .await
-            .expect("delete owner"),
-    );
+    let answer = api
+        .delete("owner", &DeleteParams::foreground())
+        .await
+        .expect("delete owner")
+        .left_or_else(|other| panic!("expected the object, still being deleted, got: {other:?}"));
     assert!(answer.metadata.deletion_timestamp.is_some());
     assert_eq!(
         answer.metadata.finalizers,
@@ -435,7 +425,10 @@ async fn foreground_deletion_keeps_the_owner_until_blocking_dependents_are_gone(
     );
     // A dependent without dependents of its own is deleted in the background: its finalizers
     // are only its own.
-    assert_eq!(blocker_now.metadata.finalizers, Some(vec![HOLD.to_string()]));
+    assert_eq!(
+        blocker_now.metadata.finalizers,
+        Some(vec![HOLD.to_string()])
+    );
 
     release(&api, "blocker").await;
     assert!(!exists(&api, "blocker").await);
@@ -522,7 +515,10 @@ async fn an_object_whose_only_owner_does_not_exist_is_collected() {
         .await
         .expect("the create itself succeeds");
     assert_eq!(created.metadata.name.as_deref(), Some("orphan"));
-    assert!(!exists(&api, "orphan").await, "the garbage collector took it");
+    assert!(
+        !exists(&api, "orphan").await,
+        "the garbage collector took it"
+    );
 }
 
 // --- namespaces -----------------------------------------------------------------------------------
@@ -535,12 +531,11 @@ async fn deleting_a_namespace_with_held_content_leaves_it_terminating_until_the_
     create(&api, &held("held")).await;
     create(&api, &cm("plain")).await;
 
-    let answer = pending(
-        namespaces
-            .delete("ns", &DeleteParams::background())
-            .await
-            .expect("delete namespace"),
-    );
+    let answer = namespaces
+        .delete("ns", &DeleteParams::background())
+        .await
+        .expect("delete namespace")
+        .left_or_else(|other| panic!("expected the object, still being deleted, got: {other:?}"));
     assert_eq!(phase(&answer).as_deref(), Some("Terminating"));
     assert!(answer.metadata.deletion_timestamp.is_some());
 
@@ -613,10 +608,8 @@ async fn delete_collection_with_a_label_selector_deletes_only_matching_objects()
         )
         .await
         .expect("delete collection");
-    let deleted = match answer {
-        either::Either::Left(list) => list,
-        either::Either::Right(status) => panic!("expected the list of deleted items: {status:?}"),
-    };
+    let deleted =
+        answer.left_or_else(|status| panic!("expected the list of deleted items: {status:?}"));
     let mut names: Vec<String> = deleted
         .items
         .iter()

@@ -4,8 +4,11 @@
 mod common;
 mod crd;
 mod crud;
+mod deletion;
 mod determinism;
+mod faults;
 mod runtime;
 mod smoke;
 mod tcp;
+mod validation;
 mod watch_list;

@@ -273,7 +273,10 @@ async fn watch_reports_modifications_and_deletions_after_the_initial_state() {
         WatchEvent::Modified(cm) => {
             assert_eq!(cm.name_any(), "a");
             assert_eq!(
-                cm.data.as_ref().and_then(|d| d.get("k")).map(String::as_str),
+                cm.data
+                    .as_ref()
+                    .and_then(|d| d.get("k"))
+                    .map(String::as_str),
                 Some("v1")
             );
             assert_eq!(rv_of(&cm), rv_of(&modified));
@@ -342,12 +345,7 @@ async fn watch_from_a_resource_version_replays_only_later_changes() {
         .await
         .expect("delete b");
 
-    let mut events = watch(
-        &cms,
-        &WatchParams::default(),
-        &rv_of(&a).to_string(),
-    )
-    .await;
+    let mut events = watch(&cms, &WatchParams::default(), &rv_of(&a).to_string()).await;
     assert_eq!(next_summary(&mut events).await, ev("ADDED", "b"));
     assert_eq!(next_summary(&mut events).await, ev("MODIFIED", "a"));
     assert_eq!(next_summary(&mut events).await, ev("DELETED", "b"));
@@ -387,9 +385,13 @@ async fn kube_style_query_with_an_empty_leading_pair_is_accepted() {
     )
     .await;
     assert_eq!(code, 200);
+    // The bookmark is the one the real watch cache sends two seconds before the timeout.
     assert_eq!(
         raw_summary(&events),
-        vec![("ADDED".to_string(), "a".to_string())]
+        vec![
+            ("ADDED".to_string(), "a".to_string()),
+            ("BOOKMARK".to_string(), String::new())
+        ]
     );
 }
 
@@ -440,7 +442,9 @@ async fn watch_with_bookmarks_gets_a_bookmark_every_minute() {
             assert_eq!(b.types.api_version, "v1");
             assert!(rv_num(&b.metadata.resource_version) >= rv_of(&a));
             assert!(
-                !b.metadata.annotations.contains_key("k8s.io/initial-events-end"),
+                !b.metadata
+                    .annotations
+                    .contains_key("k8s.io/initial-events-end"),
                 "a periodic bookmark is not the end of initial events"
             );
         }
@@ -646,12 +650,7 @@ async fn watch_with_name_field_selector_sees_only_that_object() {
     create_cm(&cms, "a", &[]).await;
     create_cm(&cms, "b", &[]).await;
 
-    let mut events = watch(
-        &cms,
-        &WatchParams::default().fields("metadata.name=a"),
-        "0",
-    )
-    .await;
+    let mut events = watch(&cms, &WatchParams::default().fields("metadata.name=a"), "0").await;
     assert_eq!(next_summary(&mut events).await, ev("ADDED", "a"));
     set_data(&cms, "b", "v1").await;
     assert_quiet(&mut events, 5).await;
@@ -803,7 +802,10 @@ async fn streaming_list_sends_current_objects_then_an_initial_events_end_bookmar
             assert!(rv_num(&bm.metadata.resource_version) >= rv_of(&b));
             assert_eq!(bm.types.kind, "ConfigMap");
         }
-        other => panic!("expected the initial-events-end BOOKMARK, got {:?}", summary(&other)),
+        other => panic!(
+            "expected the initial-events-end BOOKMARK, got {:?}",
+            summary(&other)
+        ),
     }
     create_cm(&cms, "c", &[]).await;
     assert_eq!(next_summary(&mut events).await, ev("ADDED", "c"));
@@ -1096,7 +1098,7 @@ async fn labelled_configmaps(api: &Api<ConfigMap>) {
 #[case::does_not_exist("!tier", &["c", "d"])]
 #[case::conjunction("env=prod,tier", &["a"])]
 #[case::conjunction_with_not_exists("env=prod,!tier", &["c"])]
-#[case::conjunction_with_notin("env in (prod,dev),tier notin (web)", &["b"])]
+#[case::conjunction_with_notin("env in (prod,dev),tier notin (web)", &["b", "c"])]
 #[case::no_match("env=staging", &[])]
 #[tokio::test(start_paused = true)]
 async fn label_selector_operators_select_the_right_objects(
@@ -1207,7 +1209,10 @@ async fn unsupported_field_selector_is_rejected_with_400() {
     let s = server();
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     create_cm(&cms, "a", &[]).await;
-    let status = api_err(cms.list(&ListParams::default().fields("spec.foo=bar")).await);
+    let status = api_err(
+        cms.list(&ListParams::default().fields("spec.foo=bar"))
+            .await,
+    );
     assert_eq!(status.code, 400);
     assert_eq!(status.reason, "BadRequest");
     assert_eq!(status.message, "field label not supported: spec.foo");
@@ -1255,5 +1260,9 @@ async fn namespaced_list_holds_only_its_namespace_and_all_namespaces_list_holds_
         .as_deref()
         .map(rv_num)
         .expect("list resourceVersion");
-    assert_eq!(rv, s.resource_version(), "a list is at the current resourceVersion");
+    assert_eq!(
+        rv,
+        s.resource_version(),
+        "a list is at the current resourceVersion"
+    );
 }

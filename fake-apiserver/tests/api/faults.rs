@@ -1,0 +1,124 @@
+//! Fault injection through the API, as a client under test would meet it.
+
+use std::time::Duration;
+
+use fake_apiserver::{FaultRule, Verb};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ObjectMeta, PostParams, WatchEvent, WatchParams};
+
+use crate::common::{api_err, server};
+
+fn cm(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn matching_requests_fail_n_times_with_the_chosen_status() {
+    let s = server();
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    s.faults().inject(
+        FaultRule::fail(503)
+            .verb(Verb::Create)
+            .resource("configmaps")
+            .name("flaky")
+            .times(2),
+    );
+    assert_eq!(
+        api_err(api.create(&PostParams::default(), &cm("flaky")).await).code,
+        503
+    );
+    // Other names and other verbs are untouched.
+    api.create(&PostParams::default(), &cm("steady"))
+        .await
+        .expect("unmatched create");
+    assert_eq!(
+        api_err(api.create(&PostParams::default(), &cm("flaky")).await).reason,
+        "ServiceUnavailable"
+    );
+    api.create(&PostParams::default(), &cm("flaky"))
+        .await
+        .expect("third try succeeds");
+    assert!(
+        api.get_opt("flaky").await.expect("get").is_some(),
+        "failed attempts wrote nothing, the third did"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn latency_is_added_on_the_virtual_clock() {
+    let s = server();
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    s.faults()
+        .inject(FaultRule::delay(Duration::from_secs(5)).verb(Verb::Get));
+    let before = tokio::time::Instant::now();
+    let _ = api.get_opt("x").await.expect("get");
+    assert_eq!(before.elapsed(), Duration::from_secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn closing_watches_ends_open_streams() {
+    let s = server();
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let mut stream = api
+        .watch(&WatchParams::default(), "0")
+        .await
+        .expect("watch")
+        .boxed();
+    api.create(&PostParams::default(), &cm("a"))
+        .await
+        .expect("create");
+    assert!(matches!(
+        stream.try_next().await.expect("event"),
+        Some(WatchEvent::Added(_))
+    ));
+    assert_eq!(s.watcher_count(), 1);
+    s.faults().close_watches();
+    assert!(
+        stream.try_next().await.expect("clean end").is_none(),
+        "the stream ends"
+    );
+    assert_eq!(s.watcher_count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_partition_refuses_requests_until_it_heals_by_itself() {
+    let s = server();
+    let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    s.faults().partition(Duration::from_secs(60));
+    let err = api
+        .get_opt("x")
+        .await
+        .expect_err("refused during the partition");
+    assert!(
+        !matches!(err, kube::Error::Api(_)),
+        "a transport error, not an API answer: {err:?}"
+    );
+    tokio::time::sleep(Duration::from_secs(61)).await;
+    api.get_opt("x").await.expect("served after the partition");
+}
+
+#[tokio::test(start_paused = true)]
+async fn many_servers_in_one_process_are_independent() {
+    let (a, b) = (server(), server());
+    let api_a: Api<ConfigMap> = Api::namespaced(a.client(), "default");
+    let api_b: Api<ConfigMap> = Api::namespaced(b.client(), "default");
+    api_a
+        .create(&PostParams::default(), &cm("only-in-a"))
+        .await
+        .expect("create");
+    a.faults().inject(FaultRule::fail(500));
+    assert!(
+        api_b
+            .get_opt("only-in-a")
+            .await
+            .expect("b answers")
+            .is_none()
+    );
+}
