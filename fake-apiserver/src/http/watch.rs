@@ -112,6 +112,17 @@ fn event_line(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
+/// A watch event line around an object already serialised.
+fn event_line_json(kind: &str, object: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(object.len() + 32);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
 /// What a change means for a watch with this selection: which event, if any.
 fn classify(rt: &ResourceType, p: &Params, change: &Change) -> Option<&'static str> {
     let sel = |o: &Value| Store::selects(rt, p.ns.as_deref(), &p.opts, o);
@@ -163,7 +174,10 @@ impl Sink {
                 last["metadata"]["resourceVersion"] = json!(change.rv.to_string());
                 self.send(kind, &last).await
             }
-            _ => self.send(kind, &render(&self.rt, &change.object)).await,
+            _ => {
+                let line = event_line_json(kind, &change.json_for(&self.rt));
+                self.tx.send(line).await.map_err(|_| Closed)
+            }
         }
     }
 

@@ -8,7 +8,7 @@ mod watch;
 mod write;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -58,6 +58,28 @@ pub struct Change {
     pub key: ObjKey,
     pub object: Arc<Value>,
     pub old: Option<Arc<Value>>,
+    /// The object serialised for the first version a watcher asked for: with many watchers of one
+    /// kind, each change is rendered and serialised once, not once per watcher.
+    rendered: OnceLock<(String, bytes::Bytes)>,
+}
+
+impl Change {
+    pub fn new(rv: u64, kind: ChangeType, key: ObjKey, object: Arc<Value>, old: Option<Arc<Value>>) -> Self {
+        Change { rv, kind, key, object, old, rendered: OnceLock::new() }
+    }
+
+    /// The object as JSON for readers of `rt`.
+    pub fn json_for(&self, rt: &ResourceType) -> bytes::Bytes {
+        let version = rt.api_version();
+        if let Some((v, json)) = self.rendered.get()
+            && *v == version
+        {
+            return json.clone();
+        }
+        let json = bytes::Bytes::from(serde_json::to_vec(&render(rt, &self.object)).unwrap_or_default());
+        let _ = self.rendered.set((version, json.clone()));
+        json
+    }
 }
 
 /// Which part of an object a write may change.
@@ -254,13 +276,7 @@ impl Store {
             old.as_deref(),
             (kind != ChangeType::Deleted).then_some(&*obj),
         );
-        let change = Arc::new(Change {
-            rv: self.rv,
-            kind,
-            key,
-            object: obj.clone(),
-            old,
-        });
+        let change = Arc::new(Change::new(self.rv, kind, key, obj.clone(), old));
         self.record(change);
         obj
     }

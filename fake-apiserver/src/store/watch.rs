@@ -57,13 +57,7 @@ impl Store {
                     .range(lower..)
                     .take_while(|(k, _)| k.storage == rt.storage)
                     .map(|(k, o)| {
-                        Arc::new(Change {
-                            rv: self.rv,
-                            kind: ChangeType::Added,
-                            key: k.clone(),
-                            object: o.clone(),
-                            old: None,
-                        })
+                        Arc::new(Change::new(self.rv, ChangeType::Added, k.clone(), o.clone(), None))
                     })
                     .collect();
             }
