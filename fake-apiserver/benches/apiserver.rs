@@ -81,13 +81,14 @@ async fn throughput(client: &kube::Client, workers: usize, window: Duration, cre
     done.load(Ordering::Relaxed) as f64 / window.as_secs_f64()
 }
 
-/// From a write to its arrival at each of `watchers` kube-rs watch streams (over TCP).
+/// From a write to its arrival at each of `watchers` kube-rs watch streams.
 async fn watch_latency(
     client: &kube::Client,
+    ns: &str,
     watchers: usize,
     writes: usize,
 ) -> (Duration, Duration, Duration) {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "watched");
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     let start = Instant::now();
     let arrivals = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
@@ -183,17 +184,21 @@ fn main() {
         let creates = throughput(&client, 16, Duration::from_secs(3), true).await;
 
         let ns: Api<Namespace> = Api::all(client.clone());
-        let watched = Namespace {
-            metadata: ObjectMeta {
-                name: Some("watched".into()),
+        for name in ["watched-tcp", "watched-in-process"] {
+            let watched = Namespace {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    ..Default::default()
+                },
                 ..Default::default()
-            },
-            ..Default::default()
-        };
-        ns.create(&PostParams::default(), &watched)
-            .await
-            .expect("namespace");
-        let (w50, w99, wmax) = watch_latency(&client, 100, 200).await;
+            };
+            ns.create(&PostParams::default(), &watched)
+                .await
+                .expect("namespace");
+        }
+        let (w50, w99, wmax) = watch_latency(&client, "watched-tcp", 100, 200).await;
+        let (i50, i99, imax) =
+            watch_latency(&server.client(), "watched-in-process", 100, 200).await;
 
         println!("| measurement | result |");
         println!("| --- | --- |");
@@ -218,6 +223,18 @@ fn main() {
         println!(
             "| write to arrival at 100 kube-rs watchers over TCP, max | {} |",
             ms(wmax)
+        );
+        println!(
+            "| write to arrival at 100 kube-rs watchers in-process, p50 | {} |",
+            ms(i50)
+        );
+        println!(
+            "| write to arrival at 100 kube-rs watchers in-process, p99 | {} |",
+            ms(i99)
+        );
+        println!(
+            "| write to arrival at 100 kube-rs watchers in-process, max | {} |",
+            ms(imax)
         );
     });
 }

@@ -129,7 +129,8 @@ impl FaultRule {
 
     /// Apply to this fraction (0.0..=1.0) of matching requests, drawn from the seeded generator.
     pub fn fraction(mut self, f: f64) -> Self {
-        self.count = Count::Fraction(f.clamp(0.0, 1.0));
+        let f = if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
+        self.count = Count::Fraction(f);
         self
     }
 
@@ -223,7 +224,12 @@ impl Faults {
 
     /// Refuse every request (and cut open watches) for `duration` of the server's time.
     pub fn partition(&self, duration: Duration) {
-        self.lock().partitioned_until = Some(tokio::time::Instant::now() + duration);
+        let now = tokio::time::Instant::now();
+        // A practically endless partition rather than an overflow.
+        let until = now
+            .checked_add(duration)
+            .unwrap_or(now + Duration::from_secs(100 * 365 * 24 * 3600));
+        self.lock().partitioned_until = Some(until);
         self.close_watches();
     }
 
@@ -256,8 +262,12 @@ impl Faults {
             }
             let applies = match &mut rule.count {
                 Count::Always => true,
+                Count::Times(0) => {
+                    spent.push(*id);
+                    false
+                }
                 Count::Times(n) => {
-                    *n = n.saturating_sub(1);
+                    *n -= 1;
                     if *n == 0 {
                         spent.push(*id);
                     }
@@ -321,6 +331,16 @@ mod tests {
                 .fail
                 .is_none()
         );
+    }
+
+    #[test]
+    fn zero_times_and_nan_fractions_never_fire() {
+        let f = Faults::new(1, Arc::new(|| {}));
+        f.inject(FaultRule::fail(500).times(0));
+        f.inject(FaultRule::fail(500).fraction(f64::NAN));
+        for _ in 0..8 {
+            assert!(f.judge(&req(Verb::Get, "pods", "p")).fail.is_none());
+        }
     }
 
     #[test]

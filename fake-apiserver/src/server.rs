@@ -256,6 +256,8 @@ async fn accept_loop(
             _ = stop.changed() => break,
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
+                // Watch events are small writes: without this, Nagle's algorithm holds them back.
+                let _ = stream.set_nodelay(true);
                 if faults.is_partitioned() {
                     drop(stream);
                     continue;

@@ -56,6 +56,8 @@ pub struct Behavior {
     pub defaults: Option<fn(&mut Value, &mut DefaultCtx<'_>)>,
     pub convert: Option<Converter>,
     pub lifecycle: Lifecycle,
+    /// For create-only kinds (reviews): fills in the answer's status.
+    pub review: Option<fn(&mut Value)>,
 }
 
 const PLAIN: Behavior = Behavior {
@@ -66,6 +68,7 @@ const PLAIN: Behavior = Behavior {
     defaults: None,
     convert: None,
     lifecycle: Lifecycle::Plain,
+    review: None,
 };
 
 const EVENT_FIELDS: &[&str] = &[
@@ -79,6 +82,20 @@ const EVENT_FIELDS: &[&str] = &[
     "reason",
     "reportingComponent",
     "source",
+    "type",
+];
+
+/// events.k8s.io/v1 names the same fields its own way.
+const EVENT_V1_FIELDS: &[&str] = &[
+    "regarding.kind",
+    "regarding.namespace",
+    "regarding.name",
+    "regarding.uid",
+    "regarding.apiVersion",
+    "regarding.resourceVersion",
+    "regarding.fieldPath",
+    "reason",
+    "reportingController",
     "type",
 ];
 
@@ -116,7 +133,7 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         ..PLAIN
     };
     static EVENTS_V1: Behavior = Behavior {
-        field_selectors: EVENT_FIELDS,
+        field_selectors: EVENT_V1_FIELDS,
         convert: Some(Converter {
             to_storage: events_v1_to_core,
             from_storage: core_to_events_v1,
@@ -146,6 +163,22 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         lifecycle: Lifecycle::CustomResourceDefinition,
         ..PLAIN
     };
+    static ACCESS_REVIEW: Behavior = Behavior {
+        review: Some(allow_access),
+        ..PLAIN
+    };
+    static RULES_REVIEW: Behavior = Behavior {
+        review: Some(allow_all_rules),
+        ..PLAIN
+    };
+    static TOKEN_REVIEW: Behavior = Behavior {
+        review: Some(authenticate),
+        ..PLAIN
+    };
+    static SELF_REVIEW: Behavior = Behavior {
+        review: Some(whoami),
+        ..PLAIN
+    };
     static PLAIN_STATIC: Behavior = PLAIN;
 
     match (group, plural) {
@@ -159,8 +192,42 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         ("batch", "jobs") => &JOBS,
         ("rbac.authorization.k8s.io", _) => &RBAC,
         ("apiextensions.k8s.io", "customresourcedefinitions") => &CRDS,
+        (
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews" | "subjectaccessreviews" | "localsubjectaccessreviews",
+        ) => &ACCESS_REVIEW,
+        ("authorization.k8s.io", "selfsubjectrulesreviews") => &RULES_REVIEW,
+        ("authentication.k8s.io", "tokenreviews") => &TOKEN_REVIEW,
+        ("authentication.k8s.io", "selfsubjectreviews") => &SELF_REVIEW,
         _ => &PLAIN_STATIC,
     }
+}
+
+// The fake has no authentication or authorisation: every subject is the admin and may do anything.
+
+fn admin() -> Value {
+    json!({"username": "tollgate-admin", "groups": ["system:masters", "system:authenticated"]})
+}
+
+fn allow_access(review: &mut Value) {
+    review["status"] =
+        json!({"allowed": true, "reason": "the tollgate fake API server allows everything"});
+}
+
+fn allow_all_rules(review: &mut Value) {
+    review["status"] = json!({
+        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+        "incomplete": false,
+    });
+}
+
+fn authenticate(review: &mut Value) {
+    review["status"] = json!({"authenticated": true, "user": admin()});
+}
+
+fn whoami(review: &mut Value) {
+    review["status"] = json!({"userInfo": admin()});
 }
 
 /// The behaviour of custom resources.

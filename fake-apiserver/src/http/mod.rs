@@ -226,7 +226,7 @@ fn request_info(method: &Method, route: &Route, query: &Query) -> RequestInfo {
     }
 }
 
-/// Decode a create or update body (JSON or YAML) and check it against the kind's typed form.
+/// Decode a create or update body (JSON or YAML); the store checks it against the kind's typed form.
 fn decode_body(rt: &ResourceType, content_type: &str, body: &[u8]) -> ApiResult<Value> {
     let mime = content_type.split(';').next().unwrap_or("").trim();
     let cannot = |e: String| {
@@ -255,9 +255,6 @@ fn decode_body(rt: &ResourceType, content_type: &str, body: &[u8]) -> ApiResult<
     };
     if !value.is_object() {
         return Err(cannot("the body is not a JSON object".into()));
-    }
-    if let Some(check) = rt.decode_check {
-        check(&value).map_err(cannot)?;
     }
     Ok(value)
 }
@@ -356,8 +353,14 @@ async fn serve_resource(
     let sub = match path.subresource.as_deref() {
         None => Subresource::Main,
         Some("status") if rt.status => Subresource::Status,
-        // A namespace's finalize subresource writes spec.finalizers.
-        Some("finalize") if rt.plural == "namespaces" && rt.group.is_empty() => Subresource::Main,
+        Some("finalize") if rt.behavior.lifecycle == crate::catalog::Lifecycle::Namespace => {
+            if method != Method::PUT {
+                return Err(ApiError::method_not_allowed(format!(
+                    "the server does not allow this method on the requested resource: {method}"
+                )));
+            }
+            Subresource::Finalize
+        }
         Some(_) => return Err(ApiError::unknown_path()),
     };
     let ns = path.namespace.clone().unwrap_or_default();

@@ -22,6 +22,8 @@ use crate::store::{Change, ChangeType, ListOptions, Store, WatchStart, render};
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
 /// How long before its timeout a watch gets its last bookmark.
 const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
+/// The longest watch timeout honoured (a year): keeps deadlines far from overflowing.
+const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
 /// A watch without `timeoutSeconds` ends after this long, like the real server's minimum.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
@@ -55,18 +57,22 @@ pub fn serve_watch(
         ));
     }
     let timeout = match query.get("timeoutSeconds") {
-        Some(t) if !t.is_empty() => Duration::from_secs(
-            t.parse::<u64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds: {t:?}")))?,
-        ),
-        _ => DEFAULT_TIMEOUT,
+        None | Some("") => DEFAULT_TIMEOUT,
+        Some(t) => match t.parse::<u64>() {
+            // Like the real server, 0 means "not set"; a huge value is capped, not overflowed.
+            Ok(0) => DEFAULT_TIMEOUT,
+            Ok(secs) => Duration::from_secs(secs.min(MAX_TIMEOUT_SECS)),
+            Err(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "invalid timeoutSeconds: {t:?}"
+                )));
+            }
+        },
     };
     let start = match query.get("resourceVersion") {
         None | Some("") | Some("0") => WatchStart::Now,
-        Some(rv) if initial_events => {
-            let _ = rv;
-            WatchStart::Now
-        }
+        // A streaming list starts from the current state, whatever resourceVersion it names.
+        Some(_) if initial_events => WatchStart::Now,
         Some(rv) => WatchStart::After(
             rv.parse::<u64>()
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?,
@@ -82,6 +88,8 @@ pub fn serve_watch(
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let init = shared.store().watch(&rt, start);
     match init {
+        // Only a too-old resourceVersion is reported inside the stream; other errors are answers.
+        Err(e) if e.code != 410 => return Err(e),
         Ok(init) => {
             tokio::spawn(run(shared, rt, params, init, tx));
         }
@@ -261,12 +269,20 @@ async fn stream(
                 None => return Ok(()),
             },
             _ = &mut timeout => return Ok(()),
+            // The client went away: stop now rather than at the next event.
+            _ = sink.tx.closed() => return Err(Closed),
             _ = &mut next_bookmark, if bookmarks => {
                 // Everything committed up to `now_rv` is already in `rx`: drain it first, so the
                 // bookmark cannot run ahead of an event still to be sent.
                 let now_rv = shared.store().resource_version();
-                while let Ok(change) = rx.try_recv() {
-                    sink.deliver(&change).await?;
+                loop {
+                    match rx.try_recv() {
+                        Ok(change) => sink.deliver(&change).await?,
+                        Err(mpsc::error::TryRecvError::Empty) => break,
+                        // The store dropped this watch (closed, or too far behind): changes after
+                        // the last one delivered were never queued, so no bookmark may claim them.
+                        Err(mpsc::error::TryRecvError::Disconnected) => return Ok(()),
+                    }
                 }
                 sink.last_rv = sink.last_rv.max(now_rv);
                 sink.bookmark(sink.last_rv, false).await?;

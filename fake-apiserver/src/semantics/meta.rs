@@ -6,6 +6,67 @@ use super::names;
 use crate::catalog::NameRule;
 use crate::error::FieldCause;
 
+/// Whether the object is being deleted (has a deletionTimestamp).
+pub fn is_deleting(obj: &Value) -> bool {
+    obj["metadata"]
+        .get("deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn has_finalizer(obj: &Value, name: &str) -> bool {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| f.iter().any(|x| x == name))
+}
+
+/// Set `metadata.finalizers`, leaving the field out when the list is empty (as the real server does).
+pub fn set_finalizers(obj: &mut Value, list: &[String]) {
+    if list.is_empty() {
+        if let Some(m) = obj["metadata"].as_object_mut() {
+            m.remove("finalizers");
+        }
+    } else {
+        obj["metadata"]["finalizers"] = serde_json::json!(list);
+    }
+}
+
+pub fn remove_finalizer(obj: &mut Value, name: &str) {
+    let list: Vec<String> = finalizers(obj).into_iter().filter(|f| f != name).collect();
+    set_finalizers(obj, &list);
+}
+
+/// The uids named in `metadata.ownerReferences`.
+pub fn owner_uids(obj: &Value) -> Vec<String> {
+    obj["metadata"]["ownerReferences"]
+        .as_array()
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r["uid"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether nothing holds a deleting object any more: no finalizers, and (for namespaces) no
+/// `spec.finalizers`.
+pub fn removable(obj: &Value) -> bool {
+    finalizers(obj).is_empty()
+        && obj["spec"]["finalizers"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
+}
+
 /// Field problems in an object's metadata (empty = valid).
 pub fn validate_metadata(obj: &Value, rule: NameRule) -> Vec<FieldCause> {
     let mut causes = Vec::new();

@@ -7,18 +7,7 @@ use serde_json::{Value, json};
 use super::write::CRD_CLEANUP;
 use super::{ChangeType, ObjKey, Propagation, Store};
 use crate::catalog::Lifecycle;
-
-fn has_finalizer(obj: &Value, name: &str) -> bool {
-    obj["metadata"]["finalizers"]
-        .as_array()
-        .is_some_and(|f| f.iter().any(|x| x == name))
-}
-
-fn is_deleting(obj: &Value) -> bool {
-    obj["metadata"]
-        .get("deletionTimestamp")
-        .is_some_and(|t| !t.is_null())
-}
+use crate::semantics::meta::{has_finalizer, is_deleting, removable, remove_finalizer};
 
 impl Store {
     /// Run the cluster's cleanup controllers until nothing is left to do.
@@ -36,14 +25,23 @@ impl Store {
         tracing::error!("lifecycle processing did not settle");
     }
 
+    fn dependents_of(&self, owner_uid: &str) -> Vec<ObjKey> {
+        self.dependents
+            .get(owner_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn is_live(&self, owner_ref: &Value) -> bool {
+        owner_ref["uid"]
+            .as_str()
+            .is_some_and(|u| self.uids.contains_key(u))
+    }
+
     /// Background garbage collection: delete dependents whose owners are now all gone; drop the
     /// references to gone owners from dependents that still have a live one, as the real collector does.
     fn collect_dependents_of(&mut self, owner_uid: &str) {
-        let candidates: Vec<ObjKey> = match self.dependents.get(owner_uid) {
-            Some(set) => set.iter().cloned().collect(),
-            None => return,
-        };
-        for key in candidates {
+        for key in self.dependents_of(owner_uid) {
             let Some(obj) = self.objects.get(&key).cloned() else {
                 continue;
             };
@@ -54,17 +52,26 @@ impl Store {
                 .as_array()
                 .cloned()
                 .unwrap_or_default();
-            let live = |r: &Value| r["uid"].as_str().is_some_and(|u| self.uids.contains_key(u));
             let (solid, dangling): (Vec<Value>, Vec<Value>) =
-                refs.into_iter().partition(|r| live(r));
+                refs.into_iter().partition(|r| self.is_live(r));
             if solid.is_empty() {
                 self.delete_key(&key, Propagation::Background);
             } else if !dangling.is_empty() {
-                let mut updated = (*obj).clone();
-                updated["metadata"]["ownerReferences"] = Value::Array(solid);
-                self.commit(key, updated, ChangeType::Modified);
+                self.set_owner_refs(key, &obj, solid);
             }
         }
+    }
+
+    fn set_owner_refs(&mut self, key: ObjKey, obj: &Value, refs: Vec<Value>) {
+        let mut updated = obj.clone();
+        if refs.is_empty() {
+            if let Some(m) = updated["metadata"].as_object_mut() {
+                m.remove("ownerReferences");
+            }
+        } else {
+            updated["metadata"]["ownerReferences"] = Value::Array(refs);
+        }
+        self.commit(key, updated, ChangeType::Modified);
     }
 
     /// One pass over objects with lifecycle work; true if anything changed.
@@ -96,30 +103,30 @@ impl Store {
                 changed = true;
             }
             match lifecycle {
-                Some(Lifecycle::Namespace) if self.namespace_emptied(&key.name) => {
-                    if let Some(spec) = obj["spec"].as_object_mut() {
-                        spec.remove("finalizers");
-                    }
-                    changed = true;
+                Some(Lifecycle::Namespace) if self.emptied(|k| k.namespace == key.name) => {
+                    // Only a real change counts: a namespace also held by metadata.finalizers stays.
+                    changed |= obj["spec"]
+                        .as_object_mut()
+                        .and_then(|spec| spec.remove("finalizers"))
+                        .is_some();
                 }
-                Some(Lifecycle::CustomResourceDefinition)
-                    if has_finalizer(&obj, CRD_CLEANUP) && self.crd_emptied(&key.name) =>
-                {
-                    remove_finalizer(&mut obj, CRD_CLEANUP);
-                    changed = true;
+                Some(Lifecycle::CustomResourceDefinition) if has_finalizer(&obj, CRD_CLEANUP) => {
+                    let storage = self.crd_storage(&key.name);
+                    if self.emptied(|k| Some(&k.storage) == storage.as_ref()) {
+                        remove_finalizer(&mut obj, CRD_CLEANUP);
+                        changed = true;
+                    }
                 }
                 _ => {}
             }
             if changed {
-                let done = obj["metadata"]["finalizers"]
-                    .as_array()
-                    .is_none_or(Vec::is_empty)
-                    && obj["spec"]["finalizers"]
-                        .as_array()
-                        .is_none_or(Vec::is_empty);
-                if done {
+                if removable(&obj) {
                     self.commit(key.clone(), obj, ChangeType::Deleted);
                     if lifecycle == Some(Lifecycle::CustomResourceDefinition) {
+                        // Watches of a kind that no longer exists end, as on the real server.
+                        if let Some(storage) = self.crd_storage(&key.name) {
+                            self.watchers.remove(&storage);
+                        }
                         self.catalog.unregister_crd(&key.name);
                     }
                 } else {
@@ -135,52 +142,54 @@ impl Store {
         let Some(uid) = owner["metadata"]["uid"].as_str() else {
             return;
         };
-        let keys: Vec<ObjKey> = self
-            .dependents
-            .get(uid)
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default();
-        for key in keys {
+        for key in self.dependents_of(uid) {
             let Some(dep) = self.objects.get(&key).cloned() else {
                 continue;
             };
-            let mut dep = (*dep).clone();
-            if let Some(refs) = dep["metadata"]["ownerReferences"].as_array_mut() {
-                refs.retain(|r| r["uid"] != json!(uid));
-                if refs.is_empty()
-                    && let Some(m) = dep["metadata"].as_object_mut()
-                {
-                    m.remove("ownerReferences");
-                }
-            }
-            self.commit(key, dep, ChangeType::Modified);
+            let refs = dep["metadata"]["ownerReferences"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let kept: Vec<Value> = refs
+                .into_iter()
+                .filter(|r| r["uid"] != json!(uid))
+                .collect();
+            self.set_owner_refs(key, &dep, kept);
         }
     }
 
-    /// Foreground propagation: delete every dependent; the owner waits for those that block it.
+    /// Foreground propagation: delete the dependents that have no other live owner (those that do
+    /// only lose their reference); the owner waits for the ones that block it.
     fn foreground_done(&mut self, owner: &Value) -> bool {
         let Some(uid) = owner["metadata"]["uid"].as_str() else {
             return true;
         };
-        let keys: Vec<ObjKey> = self
-            .dependents
-            .get(uid)
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default();
         let mut blocking = false;
-        for key in keys {
+        for key in self.dependents_of(uid) {
             let Some(dep) = self.objects.get(&key).cloned() else {
                 continue;
             };
-            let blocks = dep["metadata"]["ownerReferences"]
+            let refs = dep["metadata"]["ownerReferences"]
                 .as_array()
-                .is_some_and(|refs| {
-                    refs.iter()
-                        .any(|r| r["uid"] == json!(uid) && r["blockOwnerDeletion"] == json!(true))
-                });
-            if !is_deleting(&dep) {
-                self.delete_key(&key, Propagation::Foreground);
+                .cloned()
+                .unwrap_or_default();
+            let (this, others): (Vec<Value>, Vec<Value>) =
+                refs.into_iter().partition(|r| r["uid"] == json!(uid));
+            if others.iter().any(|r| self.is_live(r)) {
+                self.set_owner_refs(key, &dep, others);
+                continue;
             }
+            if !is_deleting(&dep) {
+                // A dependent with dependents of its own is deleted in the foreground too.
+                let dep_uid = dep["metadata"]["uid"].as_str().unwrap_or("");
+                let policy = if self.dependents.contains_key(dep_uid) {
+                    Propagation::Foreground
+                } else {
+                    Propagation::Background
+                };
+                self.delete_key(&key, policy);
+            }
+            let blocks = this.iter().any(|r| r["blockOwnerDeletion"] == json!(true));
             if blocks && self.objects.contains_key(&key) {
                 blocking = true;
             }
@@ -188,55 +197,29 @@ impl Store {
         !blocking
     }
 
-    /// Delete everything in a terminating namespace; true once nothing is left.
-    fn namespace_emptied(&mut self, ns: &str) -> bool {
-        let contents: Vec<ObjKey> = self
-            .objects
-            .keys()
-            .filter(|k| k.namespace == ns)
-            .cloned()
-            .collect();
-        for key in &contents {
-            if self.objects.get(key).is_some_and(|o| !is_deleting(o)) {
-                self.delete_key(key, Propagation::Background);
-            }
-        }
-        !self.objects.keys().any(|k| k.namespace == ns)
-    }
-
-    /// Delete every instance of a CRD being deleted; true once none is left.
-    fn crd_emptied(&mut self, crd_name: &str) -> bool {
-        let Some(storage) = self
-            .catalog
+    /// The storage of the kinds a CRD defines.
+    fn crd_storage(&self, crd_name: &str) -> Option<std::sync::Arc<str>> {
+        self.catalog
             .types()
             .iter()
             .find(|t| t.crd.as_deref() == Some(crd_name))
             .map(|t| t.storage.clone())
-        else {
-            return true;
-        };
-        let instances: Vec<ObjKey> = self
+    }
+
+    /// Delete every object `selected` picks that is not already being deleted; true once none is
+    /// left (namespace contents, the instances of a CRD).
+    fn emptied(&mut self, selected: impl Fn(&ObjKey) -> bool) -> bool {
+        let keys: Vec<ObjKey> = self
             .objects
             .keys()
-            .filter(|k| k.storage == storage)
+            .filter(|k| selected(k))
             .cloned()
             .collect();
-        for key in &instances {
+        for key in &keys {
             if self.objects.get(key).is_some_and(|o| !is_deleting(o)) {
                 self.delete_key(key, Propagation::Background);
             }
         }
-        !self.objects.keys().any(|k| k.storage == storage)
-    }
-}
-
-fn remove_finalizer(obj: &mut Value, name: &str) {
-    if let Some(list) = obj["metadata"]["finalizers"].as_array_mut() {
-        list.retain(|f| f != name);
-        if list.is_empty()
-            && let Some(m) = obj["metadata"].as_object_mut()
-        {
-            m.remove("finalizers");
-        }
+        !self.objects.keys().any(selected)
     }
 }

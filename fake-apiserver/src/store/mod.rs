@@ -64,8 +64,21 @@ pub struct Change {
 }
 
 impl Change {
-    pub fn new(rv: u64, kind: ChangeType, key: ObjKey, object: Arc<Value>, old: Option<Arc<Value>>) -> Self {
-        Change { rv, kind, key, object, old, rendered: OnceLock::new() }
+    pub fn new(
+        rv: u64,
+        kind: ChangeType,
+        key: ObjKey,
+        object: Arc<Value>,
+        old: Option<Arc<Value>>,
+    ) -> Self {
+        Change {
+            rv,
+            kind,
+            key,
+            object,
+            old,
+            rendered: OnceLock::new(),
+        }
     }
 
     /// The object as JSON for readers of `rt`.
@@ -76,7 +89,8 @@ impl Change {
         {
             return json.clone();
         }
-        let json = bytes::Bytes::from(serde_json::to_vec(&render(rt, &self.object)).unwrap_or_default());
+        let json =
+            bytes::Bytes::from(serde_json::to_vec(&render(rt, &self.object)).unwrap_or_default());
         let _ = self.rendered.set((version, json.clone()));
         json
     }
@@ -87,6 +101,8 @@ impl Change {
 pub enum Subresource {
     Main,
     Status,
+    /// A namespace's `/finalize`: writes only `spec.finalizers`.
+    Finalize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -348,6 +364,3 @@ pub fn render(rt: &ResourceType, stored: &Value) -> Value {
     out["kind"] = json!(rt.kind);
     out
 }
-
-#[cfg(test)]
-mod tests;

@@ -57,7 +57,13 @@ impl Store {
                     .range(lower..)
                     .take_while(|(k, _)| k.storage == rt.storage)
                     .map(|(k, o)| {
-                        Arc::new(Change::new(self.rv, ChangeType::Added, k.clone(), o.clone(), None))
+                        Arc::new(Change::new(
+                            self.rv,
+                            ChangeType::Added,
+                            k.clone(),
+                            o.clone(),
+                            None,
+                        ))
                     })
                     .collect();
             }
@@ -73,6 +79,7 @@ impl Store {
                     .collect();
             }
         }
+        self.prune_watchers();
         self.watchers
             .entry(rt.storage.clone())
             .or_default()

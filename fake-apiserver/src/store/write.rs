@@ -10,7 +10,9 @@ use super::{
 };
 use crate::catalog::{Lifecycle, ResourceType, crd_types};
 use crate::error::{ApiError, ApiResult, FieldCause, success_status};
-use crate::semantics::meta::validate_metadata;
+use crate::semantics::meta::{
+    finalizers, is_deleting, owner_uids, removable, set_finalizers, validate_metadata,
+};
 use crate::semantics::names::MAX_GENERATE_NAME_PREFIX;
 use crate::semantics::patch::{PatchKind, apply_patch};
 
@@ -52,33 +54,6 @@ fn check_type(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
         )));
     }
     Ok(())
-}
-
-fn finalizers(obj: &Value) -> Vec<String> {
-    obj["metadata"]["finalizers"]
-        .as_array()
-        .map(|f| {
-            f.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn set_finalizers(obj: &mut Value, list: &[String]) {
-    if list.is_empty() {
-        if let Some(m) = obj["metadata"].as_object_mut() {
-            m.remove("finalizers");
-        }
-    } else {
-        obj["metadata"]["finalizers"] = json!(list);
-    }
-}
-
-fn is_deleting(obj: &Value) -> bool {
-    obj["metadata"]
-        .get("deletionTimestamp")
-        .is_some_and(|t| !t.is_null())
 }
 
 /// Everything but metadata (and status, when status is a subresource): what `generation` tracks.
@@ -133,6 +108,16 @@ impl Store {
         }
         obj["apiVersion"] = json!(rt.api_version());
         obj["kind"] = json!(rt.kind);
+        // Like the real server decoding into its Go types: a wrongly typed field is refused, whether
+        // it came in a create, an update or a patch.
+        if let Some(check) = rt.decode_check {
+            check(obj).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "{} in version \"{}\" cannot be handled as a {}: {e}",
+                    rt.kind, rt.version, rt.kind
+                ))
+            })?;
+        }
         Ok(())
     }
 
@@ -157,7 +142,11 @@ impl Store {
         }
         self.place(rt, ns, &mut obj)?;
         if rt.create_only {
-            return Ok(review_answer(rt, obj));
+            // Reviews and the like are answered, never stored.
+            if let Some(answer) = rt.behavior.review {
+                answer(&mut obj);
+            }
+            return Ok(obj);
         }
         let mut obj = match rt.behavior.convert {
             Some(c) => (c.to_storage)(&obj),
@@ -278,14 +267,7 @@ impl Store {
         if is_deleting(stored) {
             self.pending.insert(key.clone());
         }
-        let owners: Vec<String> = stored["metadata"]["ownerReferences"]
-            .as_array()
-            .map(|r| {
-                r.iter()
-                    .filter_map(|o| o["uid"].as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let owners = owner_uids(stored);
         if !owners.is_empty() && owners.iter().all(|uid| !self.uids.contains_key(uid)) {
             // Owners that never existed or are already gone: the garbage collector's business.
             self.gone_owners.extend(owners);
@@ -371,8 +353,35 @@ impl Store {
                 }
                 n
             }
+            Subresource::Finalize => {
+                let mut n = old.clone();
+                match incoming["spec"]
+                    .get("finalizers")
+                    .filter(|f| f.as_array().is_some_and(|a| !a.is_empty()))
+                {
+                    Some(f) => n["spec"]["finalizers"] = f.clone(),
+                    // An empty list is left out, as the real server's JSON does.
+                    None => {
+                        if let Some(spec) = n["spec"].as_object_mut() {
+                            spec.remove("finalizers");
+                        }
+                    }
+                }
+                n
+            }
             Subresource::Main => {
                 let mut n = incoming;
+                if rt.behavior.lifecycle == Lifecycle::Namespace {
+                    // A namespace's spec.finalizers only change through /finalize.
+                    match old["spec"].get("finalizers") {
+                        Some(f) => n["spec"]["finalizers"] = f.clone(),
+                        None => {
+                            if let Some(spec) = n["spec"].as_object_mut() {
+                                spec.remove("finalizers");
+                            }
+                        }
+                    }
+                }
                 if rt.status {
                     match old.get("status") {
                         Some(s) => n["status"] = s.clone(),
@@ -433,6 +442,18 @@ impl Store {
         if rt.behavior.lifecycle == Lifecycle::CustomResourceDefinition && sub == Subresource::Main
         {
             self.check_crd(&new)?;
+            if new["spec"]["scope"] != old["spec"]["scope"] {
+                let scope = new["spec"]["scope"].as_str().unwrap_or("");
+                return Err(Self::invalid(
+                    rt,
+                    &new,
+                    vec![FieldCause::invalid(
+                        "spec.scope",
+                        scope,
+                        "field is immutable",
+                    )],
+                ));
+            }
             new["status"] = crate::catalog::crd_status_at(
                 &new,
                 old["status"]["conditions"][0]["lastTransitionTime"]
@@ -464,15 +485,13 @@ impl Store {
         if opts.dry_run {
             return Ok(render(rt, &new));
         }
-        let stored =
-            if is_deleting(&new) && finalizers(&new).is_empty() && !self.blocks_removal(&key, &new)
-            {
-                self.commit(key.clone(), new, ChangeType::Deleted)
-            } else {
-                let stored = self.commit(key.clone(), new, ChangeType::Modified);
-                self.after_write(&key, &stored);
-                stored
-            };
+        let stored = if is_deleting(&new) && removable(&new) {
+            self.commit(key.clone(), new, ChangeType::Deleted)
+        } else {
+            let stored = self.commit(key.clone(), new, ChangeType::Modified);
+            self.after_write(&key, &stored);
+            stored
+        };
         self.settle();
         Ok(render(rt, &stored))
     }
@@ -516,6 +535,14 @@ impl Store {
                 "{} only supports create",
                 rt.plural
             )));
+        }
+        if rt.behavior.lifecycle == Lifecycle::Namespace && PROTECTED_NAMESPACES.contains(&name) {
+            return Err(ApiError::forbidden(
+                &rt.group,
+                &rt.plural,
+                name,
+                "this namespace may not be deleted",
+            ));
         }
         let key = Store::key(rt, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
@@ -614,6 +641,11 @@ impl Store {
         } else {
             new["metadata"]["deletionTimestamp"] = json!(self.clock.now_rfc3339());
             new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            // The real server bumps generation when it marks an object, so controllers that filter
+            // on generation changes see the deletion.
+            if let Some(g) = new["metadata"]["generation"].as_i64().filter(|g| *g > 0) {
+                new["metadata"]["generation"] = json!(g + 1);
+            }
             if namespace_held {
                 new["status"]["phase"] = json!("Terminating");
             }
@@ -621,14 +653,6 @@ impl Store {
         let stored = self.commit(key.clone(), new, ChangeType::Modified);
         self.pending.insert(key.clone());
         Some(stored)
-    }
-
-    /// Whether something other than metadata.finalizers still holds an object being deleted
-    /// (a namespace's `spec.finalizers`).
-    fn blocks_removal(&self, _key: &ObjKey, obj: &Value) -> bool {
-        obj["spec"]["finalizers"]
-            .as_array()
-            .is_some_and(|f| !f.is_empty())
     }
 
     pub fn delete_collection(
@@ -668,27 +692,7 @@ impl Store {
     }
 }
 
-pub(super) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+/// Namespaces the real server refuses to delete.
+const PROTECTED_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
-/// Reviews are answered, not stored: this server has no authentication or authorisation, so every
-/// subject is allowed everything.
-fn review_answer(rt: &ResourceType, mut obj: Value) -> Value {
-    obj["status"] = match rt.kind.as_str() {
-        "SelfSubjectAccessReview" | "SubjectAccessReview" | "LocalSubjectAccessReview" => {
-            json!({"allowed": true, "reason": "tollgate fake API server allows everything"})
-        }
-        "SelfSubjectRulesReview" => json!({
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": false,
-        }),
-        "TokenReview" => {
-            json!({"authenticated": true, "user": {"username": "tollgate-admin", "groups": ["system:masters", "system:authenticated"]}})
-        }
-        "SelfSubjectReview" => {
-            json!({"userInfo": {"username": "tollgate-admin", "groups": ["system:masters", "system:authenticated"]}})
-        }
-        _ => obj.get("status").cloned().unwrap_or(json!({})),
-    };
-    obj
-}
+pub(super) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";

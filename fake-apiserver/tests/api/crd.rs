@@ -156,3 +156,35 @@ async fn an_invalid_crd_is_refused_with_its_field() {
         "{err}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_crd_scope_cannot_change_and_deleting_a_crd_ends_its_watches() {
+    use futures::{StreamExt, TryStreamExt};
+    let s = fake_apiserver::FakeApiServer::builder()
+        .crds_yaml("widgets.yaml", WIDGETS)
+        .build()
+        .expect("server");
+    let crds: Api<CustomResourceDefinition> = Api::all(s.client());
+    let mut crd = crds.get("widgets.example.com").await.expect("crd");
+    crd.spec.scope = "Cluster".into();
+    let e = api_err(
+        crds.replace("widgets.example.com", &PostParams::default(), &crd)
+            .await,
+    );
+    assert_eq!(e.code, 422);
+    assert!(e.message.contains("spec.scope"), "{}", e.message);
+
+    let api = widgets(s.client());
+    let mut stream = api
+        .watch(&kube::api::WatchParams::default(), "0")
+        .await
+        .expect("watch")
+        .boxed();
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .expect("delete crd");
+    let end = tokio::time::timeout(std::time::Duration::from_secs(5), stream.try_next())
+        .await
+        .expect("ends promptly");
+    assert!(matches!(end, Ok(None)), "the watch ended: {end:?}");
+}

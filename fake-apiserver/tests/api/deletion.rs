@@ -623,3 +623,137 @@ async fn delete_collection_with_a_label_selector_deletes_only_matching_objects()
     assert!(exists(&api, "c").await);
     assert!(exists(&api, "unlabelled").await);
 }
+
+// --- found in review ----------------------------------------------------------------------------
+
+#[tokio::test(start_paused = true)]
+async fn a_namespace_held_by_its_own_finalizer_waits_without_churning_writes() {
+    let s = server();
+    let namespaces = create_namespace(s.client(), "held-ns").await;
+    namespaces
+        .patch(
+            "held-ns",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": [HOLD]}})),
+        )
+        .await
+        .expect("add a finalizer to the namespace");
+    let api = configmaps(s.client(), "held-ns");
+    create(&api, &cm("content")).await;
+    namespaces
+        .delete("held-ns", &DeleteParams::default())
+        .await
+        .expect("delete namespace");
+
+    assert!(!exists(&api, "content").await, "the content is deleted");
+    let ns = namespaces
+        .get("held-ns")
+        .await
+        .expect("still held by its finalizer");
+    assert_eq!(phase(&ns).as_deref(), Some("Terminating"));
+    assert_eq!(
+        ns.spec.and_then(|s| s.finalizers),
+        None,
+        "the kubernetes finalizer is done"
+    );
+
+    // A later write elsewhere is one change, not a burst of empty updates.
+    let before = s.resource_version();
+    create(&configmaps(s.client(), "default"), &cm("elsewhere")).await;
+    assert_eq!(s.resource_version(), before + 1);
+
+    namespaces
+        .patch(
+            "held-ns",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .expect("release the namespace");
+    assert!(
+        namespaces.get_opt("held-ns").await.expect("get").is_none(),
+        "gone once released"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn marking_an_object_for_deletion_bumps_its_generation() {
+    let s = server();
+    let api = configmaps(s.client(), "default");
+    let created = create(&api, &held("g")).await;
+    assert_eq!(created.metadata.generation, Some(1));
+    api.delete("g", &DeleteParams::default())
+        .await
+        .expect("delete");
+    let marked = api.get("g").await.expect("held");
+    assert_eq!(
+        marked.metadata.generation,
+        Some(2),
+        "controllers filtering on generation see it"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn foreground_deletion_spares_dependents_with_another_live_owner() {
+    let s = server();
+    let api = configmaps(s.client(), "default");
+    let a = create(&api, &cm("owner-a")).await;
+    let b = create(&api, &cm("owner-b")).await;
+    create(&api, &owned_by("shared", &[&a, &b])).await;
+    api.delete("owner-a", &DeleteParams::foreground())
+        .await
+        .expect("delete a");
+    assert!(!exists(&api, "owner-a").await);
+    let shared = api.get("shared").await.expect("kept for owner b");
+    let owners: Vec<String> = shared
+        .metadata
+        .owner_references
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(owners, vec!["owner-b".to_string()]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_default_namespaces_may_not_be_deleted() {
+    let s = server();
+    let namespaces: Api<Namespace> = Api::all(s.client());
+    for name in ["default", "kube-system", "kube-public"] {
+        let e = api_err(namespaces.delete(name, &DeleteParams::default()).await);
+        assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"));
+        assert_eq!(
+            e.message,
+            format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted")
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn namespace_spec_finalizers_change_only_through_finalize() {
+    let s = server();
+    let namespaces = create_namespace(s.client(), "fin").await;
+    let mut ns = namespaces.get("fin").await.expect("get");
+    ns.spec = None;
+    let replaced = namespaces
+        .replace("fin", &PostParams::default(), &ns)
+        .await
+        .expect("replace");
+    assert_eq!(
+        replaced.spec.and_then(|s| s.finalizers),
+        Some(vec!["kubernetes".to_string()])
+    );
+
+    let (code, body) = raw(
+        &s,
+        "PUT",
+        "/api/v1/namespaces/fin/finalize",
+        "application/json",
+        r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"fin"},"spec":{"finalizers":[]}}"#,
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert!(body["spec"].get("finalizers").is_none(), "{body}");
+    let (code, _) = raw(&s, "GET", "/api/v1/namespaces/fin/finalize", "", "").await;
+    assert_eq!(code, 405);
+}

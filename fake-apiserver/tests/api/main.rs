@@ -8,7 +8,6 @@ mod deletion;
 mod determinism;
 mod faults;
 mod runtime;
-mod smoke;
 mod tcp;
 mod validation;
 mod watch_list;

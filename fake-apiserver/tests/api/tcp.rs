@@ -197,3 +197,39 @@ fn the_binary_refuses_a_bad_crd_directory_with_a_clear_error() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_partition_drops_tcp_clients_until_it_heals() {
+    let server = fake_apiserver::FakeApiServer::builder()
+        .build()
+        .expect("server");
+    let tcp = server
+        .serve_tcp("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("serve");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    tcp.write_kubeconfig(&kubeconfig).expect("write kubeconfig");
+    let namespaces: Api<Namespace> = Api::all(client_from(&kubeconfig).await);
+    namespaces
+        .get("default")
+        .await
+        .expect("served before the partition");
+
+    server
+        .faults()
+        .partition(std::time::Duration::from_secs(3600));
+    let err = namespaces
+        .get("default")
+        .await
+        .expect_err("refused during the partition");
+    assert!(
+        !matches!(err, kube::Error::Api(_)),
+        "a connection failure, not an API answer: {err:?}"
+    );
+    server.faults().heal();
+    namespaces
+        .get("default")
+        .await
+        .expect("served again after healing");
+}

@@ -750,3 +750,25 @@ async fn an_unknown_dry_run_value_is_invalid_create_options() {
     );
     assert_eq!(snapshot(&s).await, before);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_patch_that_breaks_the_typed_form_is_refused_and_changes_nothing() {
+    let s = with_target().await;
+    let before = snapshot(&s).await;
+    let (code, body) = raw(
+        &s,
+        "PATCH",
+        TARGET,
+        "application/merge-patch+json",
+        r#"{"data":{"k":5}}"#,
+    )
+    .await;
+    assert_status(code, &body, 400, "BadRequest");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot be handled as a ConfigMap")),
+        "{body}"
+    );
+    assert_eq!(snapshot(&s).await, before);
+}

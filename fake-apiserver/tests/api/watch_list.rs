@@ -1266,3 +1266,94 @@ async fn namespaced_list_holds_only_its_namespace_and_all_namespaces_list_holds_
         "a list is at the current resourceVersion"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// found in review
+
+#[tokio::test(start_paused = true)]
+async fn timeout_seconds_zero_means_unset_and_huge_values_do_not_break_the_stream() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    for timeout in ["0", "18446744073709551615"] {
+        let path =
+            format!("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds={timeout}");
+        let req = http::Request::get(path)
+            .body(Full::new(Bytes::new()))
+            .expect("request");
+        let resp = s.service().oneshot(req).await.expect("answer");
+        assert_eq!(resp.status(), 200);
+        let mut body = resp.into_body();
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        create_cm(&cms, &format!("after-{}", timeout.len()), &[]).await;
+        let frame = tokio::time::timeout(Duration::from_secs(1), body.frame())
+            .await
+            .expect("the stream is still open a minute later")
+            .expect("a frame")
+            .expect("data");
+        let line: Value =
+            serde_json::from_slice(frame.data_ref().expect("data frame")).expect("json");
+        assert_eq!(line["type"], "ADDED");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_whose_client_went_away_is_released_without_further_writes() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let stream = cms
+        .watch(&WatchParams::default(), "0")
+        .await
+        .expect("watch");
+    assert_eq!(s.watcher_count(), 1);
+    drop(stream);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(s.watcher_count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn events_v1_field_selectors_use_its_own_field_names() {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use k8s_openapi::api::events::v1::Event;
+    let s = server();
+    let events: Api<Event> = Api::namespaced(s.client(), "default");
+    let ev = Event {
+        metadata: ObjectMeta {
+            name: Some("e1".into()),
+            ..Default::default()
+        },
+        regarding: Some(ObjectReference {
+            kind: Some("Pod".into()),
+            name: Some("p1".into()),
+            ..Default::default()
+        }),
+        reason: Some("Tested".into()),
+        reporting_controller: Some("tollgate".into()),
+        reporting_instance: Some("tollgate-1".into()),
+        action: Some("Test".into()),
+        event_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+            "2026-01-01T00:00:00Z".parse().expect("time"),
+        )),
+        type_: Some("Normal".into()),
+        ..Default::default()
+    };
+    events
+        .create(&PostParams::default(), &ev)
+        .await
+        .expect("create event");
+    let found = events
+        .list(&ListParams::default().fields("regarding.name=p1"))
+        .await
+        .expect("list");
+    assert_eq!(names(&found.items), vec!["e1"]);
+    let none = events
+        .list(&ListParams::default().fields("regarding.name=other"))
+        .await
+        .expect("list");
+    assert!(none.items.is_empty());
+    let e = api_err(
+        events
+            .list(&ListParams::default().fields("involvedObject.name=p1"))
+            .await,
+    );
+    assert_eq!(e.code, 400);
+}
