@@ -20,6 +20,8 @@ use crate::store::{Change, ChangeType, ListOptions, Store, WatchStart, render};
 
 /// How often a watch that asked for bookmarks gets one.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+/// How often a watch checks that its client is still there.
+const LIVENESS_CHECK: Duration = Duration::from_secs(5);
 /// How long before its timeout a watch gets its last bookmark.
 const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
 /// The longest watch timeout honoured (a year): keeps deadlines far from overflowing.
@@ -261,6 +263,7 @@ async fn stream(
     let mut next_bookmark =
         Box::pin(clock.sleep_until(next_bookmark_at(tokio::time::Instant::now())));
     let bookmarks = sink.p.bookmarks;
+    let mut liveness = Box::pin(clock.sleep(LIVENESS_CHECK));
     loop {
         tokio::select! {
             biased;
@@ -269,8 +272,14 @@ async fn stream(
                 None => return Ok(()),
             },
             _ = &mut timeout => return Ok(()),
-            // The client went away: stop now rather than at the next event.
-            _ = sink.tx.closed() => return Err(Closed),
+            // A client that went away is noticed within a few seconds even on a quiet kind.
+            // (Polling `tx.closed()` in this select instead stalled deliveries under load.)
+            _ = &mut liveness => {
+                if sink.tx.is_closed() {
+                    return Err(Closed);
+                }
+                liveness = Box::pin(clock.sleep(LIVENESS_CHECK));
+            }
             _ = &mut next_bookmark, if bookmarks => {
                 // Everything committed up to `now_rv` is already in `rx`: drain it first, so the
                 // bookmark cannot run ahead of an event still to be sent.

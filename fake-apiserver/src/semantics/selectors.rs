@@ -677,8 +677,7 @@ impl FieldSelector {
     }
 
     /// The value `field` is pinned to by an `=`/`==` term, if any, so the
-    /// store can do a point lookup for `metadata.name` / `metadata.namespace`
-    /// instead of a scan. With conflicting pins the first (in sorted term
+    /// store can narrow a scan (it does so for `metadata.namespace`). With conflicting pins the first (in sorted term
     /// order) wins, as upstream; the caller must still run
     /// [`FieldSelector::matches`] on what it finds.
     pub fn exact(&self, field: &str) -> Option<&str> {

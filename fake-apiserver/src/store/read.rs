@@ -139,8 +139,10 @@ impl Store {
             )));
         }
         Self::check_field_selector(rt, opts)?;
+        // A field selector pinning the namespace narrows the scan like the URL's namespace would.
         let ns = if rt.namespaced {
             ns.filter(|n| !n.is_empty())
+                .or_else(|| opts.fields.exact("metadata.namespace"))
         } else {
             None
         };
