@@ -45,3 +45,14 @@ pub fn api_err<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> kube::core::Sta
         other => panic!("expected an API error, got {other:?}"),
     }
 }
+
+/// A ConfigMap with just a name.
+pub fn cm(name: &str) -> k8s_openapi::api::core::v1::ConfigMap {
+    k8s_openapi::api::core::v1::ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}

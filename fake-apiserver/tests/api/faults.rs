@@ -5,19 +5,9 @@ use std::time::Duration;
 use fake_apiserver::{FaultRule, Verb};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ObjectMeta, PostParams, WatchEvent, WatchParams};
+use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 
-use crate::common::{api_err, server};
-
-fn cm(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
+use crate::common::{api_err, cm, server};
 
 #[tokio::test(start_paused = true)]
 async fn matching_requests_fail_n_times_with_the_chosen_status() {

@@ -18,17 +18,7 @@ use kube::runtime::reflector;
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use kube::{Resource, ResourceExt};
 
-use crate::common::server;
-
-fn cm(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    }
-}
+use crate::common::{cm, server};
 
 /// Poll `cond` on virtual time until it holds (or fail after a virtual minute).
 async fn eventually<F, Fut>(what: &str, mut cond: F)

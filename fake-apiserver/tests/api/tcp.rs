@@ -16,6 +16,37 @@ async fn client_from(path: &Path) -> kube::Client {
     kube::Client::try_from(config).expect("client")
 }
 
+/// A server on real time, served on loopback with its kubeconfig written to a temporary directory.
+struct Served {
+    server: fake_apiserver::FakeApiServer,
+    _tcp: fake_apiserver::TcpServer,
+    dir: tempfile::TempDir,
+}
+
+impl Served {
+    async fn start() -> Self {
+        let server = fake_apiserver::FakeApiServer::builder()
+            .build()
+            .expect("server");
+        let tcp = server
+            .serve_tcp("127.0.0.1:0".parse().expect("addr"))
+            .await
+            .expect("serve");
+        let dir = tempfile::tempdir().expect("tempdir");
+        tcp.write_kubeconfig(&dir.path().join("kubeconfig"))
+            .expect("write kubeconfig");
+        Served {
+            server,
+            _tcp: tcp,
+            dir,
+        }
+    }
+
+    fn kubeconfig(&self) -> std::path::PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+}
+
 /// kubectl, or None (with the reason printed) when it is absent and not required.
 fn kubectl() -> Option<&'static str> {
     let found = Command::new("kubectl")
@@ -53,16 +84,8 @@ fn run_kubectl(kubeconfig: &Path, args: &[&str]) -> String {
 
 #[tokio::test]
 async fn kube_rs_and_kubectl_use_the_served_kubeconfig() {
-    let server = fake_apiserver::FakeApiServer::builder()
-        .build()
-        .expect("server");
-    let tcp = server
-        .serve_tcp("127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("serve");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    tcp.write_kubeconfig(&kubeconfig).expect("write kubeconfig");
+    let served = Served::start().await;
+    let kubeconfig = served.kubeconfig();
 
     let client = client_from(&kubeconfig).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
@@ -200,16 +223,8 @@ fn the_binary_refuses_a_bad_crd_directory_with_a_clear_error() {
 
 #[tokio::test]
 async fn a_partition_drops_tcp_clients_until_it_heals() {
-    let server = fake_apiserver::FakeApiServer::builder()
-        .build()
-        .expect("server");
-    let tcp = server
-        .serve_tcp("127.0.0.1:0".parse().expect("addr"))
-        .await
-        .expect("serve");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    tcp.write_kubeconfig(&kubeconfig).expect("write kubeconfig");
+    let served = Served::start().await;
+    let (server, kubeconfig) = (&served.server, served.kubeconfig());
     let namespaces: Api<Namespace> = Api::all(client_from(&kubeconfig).await);
     namespaces
         .get("default")
