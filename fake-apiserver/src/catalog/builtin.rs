@@ -29,7 +29,8 @@ fn describe(
     namespaced: bool,
     status: bool,
     create_only: bool,
-    decode_check: fn(&serde_json::Value) -> Result<(), String>,
+    decode_check: super::DecodeCheck,
+    schema: super::SchemaFn,
 ) -> ResourceType {
     let (short_names, categories) = short_names_and_categories(group, plural);
     ResourceType {
@@ -48,12 +49,17 @@ fn describe(
         behavior: behavior_for(group, plural),
         crd: None,
         decode_check: Some(decode_check),
+        schema: super::SchemaSource::Builtin(schema),
     }
 }
 
 /// Whether a body decodes as the typed k8s-openapi struct `T`.
-fn decodes_as<T: serde::de::DeserializeOwned>(body: &serde_json::Value) -> Result<(), String> {
-    T::deserialize(body).map(|_| ()).map_err(|e| e.to_string())
+/// Decode a body as the typed k8s-openapi struct `T` and encode it again: what the server keeps.
+fn decodes_as<T: serde::de::DeserializeOwned + serde::Serialize>(
+    body: &serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    let typed = T::deserialize(body).map_err(|e| e.to_string())?;
+    serde_json::to_value(typed).map_err(|e| e.to_string())
 }
 
 /// events.k8s.io/v1 Events live in the core group's storage, as in the real server.
@@ -67,7 +73,7 @@ fn storage_group<'a>(group: &'a str, plural: &str) -> &'a str {
 
 pub fn listable<T>(status: bool) -> ResourceType
 where
-    T: ListableResource + serde::de::DeserializeOwned,
+    T: ListableResource + serde::de::DeserializeOwned + serde::Serialize + schemars::JsonSchema,
     T::Scope: ScopeInfo,
 {
     describe(
@@ -80,12 +86,13 @@ where
         status,
         false,
         decodes_as::<T>,
+        |g| g.subschema_for::<T>(),
     )
 }
 
 pub fn create_only<T>() -> ResourceType
 where
-    T: Resource + serde::de::DeserializeOwned,
+    T: Resource + serde::de::DeserializeOwned + serde::Serialize + schemars::JsonSchema,
     T::Scope: ScopeInfo,
 {
     describe(
@@ -98,6 +105,7 @@ where
         false,
         true,
         decodes_as::<T>,
+        |g| g.subschema_for::<T>(),
     )
 }
 

@@ -1,5 +1,7 @@
 //! Turning an `apiextensions.k8s.io/v1` CustomResourceDefinition into served kinds.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::ResourceType;
@@ -110,6 +112,9 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
             behavior: custom_resource_behavior(),
             crd: Some(name.to_string()),
             decode_check: None,
+            schema: super::SchemaSource::Custom(
+                v["schema"].get("openAPIV3Schema").filter(|s| s.is_object()).cloned().map(Arc::new),
+            ),
         })
         .collect())
 }

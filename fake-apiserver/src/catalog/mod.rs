@@ -15,8 +15,9 @@ pub(crate) use builtin::builtin_types;
 pub use crd::crd_types;
 pub use version::version_priority;
 
-/// Checks that a body decodes as a kind's typed form; the error names the offending field.
-pub type DecodeCheck = fn(&serde_json::Value) -> Result<(), String>;
+/// Decodes a body as a kind's typed form and encodes it again (the error names the offending
+/// field); what the round trip loses are the fields the kind does not have.
+pub type DecodeCheck = fn(&serde_json::Value) -> Result<serde_json::Value, String>;
 
 /// One served group/version/resource.
 #[derive(Debug)]
@@ -42,6 +43,18 @@ pub struct ResourceType {
     /// Decodes a body into the kind's typed form, as the real server does before anything else, so
     /// that a wrongly typed field is a 400 naming it. `None` for custom resources.
     pub decode_check: Option<DecodeCheck>,
+    /// Where the kind's OpenAPI schema comes from: k8s-openapi's schemars impl for built-ins, the
+    /// CRD's `openAPIV3Schema` for custom resources.
+    pub schema: SchemaSource,
+}
+
+/// Adds a built-in kind's schema (and the schemas it refers to) to a generator; returns its `$ref`.
+pub type SchemaFn = fn(&mut schemars::SchemaGenerator) -> schemars::Schema;
+
+#[derive(Debug, Clone)]
+pub enum SchemaSource {
+    Builtin(SchemaFn),
+    Custom(Option<Arc<serde_json::Value>>),
 }
 
 impl ResourceType {

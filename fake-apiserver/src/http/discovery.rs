@@ -103,3 +103,81 @@ pub fn resources(catalog: &Catalog, group: &str, version: &str) -> Option<Value>
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list}),
     )
 }
+
+/// The media type of aggregated discovery, which kubectl and kube-rs ask for first.
+pub const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+const AGGREGATED_V2BETA1: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+
+/// Which aggregated discovery version an Accept header asks for, if any (the first acceptable one).
+pub fn wants_aggregated(accept: &str) -> Option<&'static str> {
+    for choice in accept.split(',') {
+        let params: Vec<&str> = choice.split(';').map(str::trim).collect();
+        let has = |p: &str| params.contains(&p);
+        if has("g=apidiscovery.k8s.io") && has("as=APIGroupDiscoveryList") {
+            if has("v=v2") {
+                return Some(AGGREGATED_V2);
+            }
+            if has("v=v2beta1") {
+                return Some(AGGREGATED_V2BETA1);
+            }
+        }
+    }
+    None
+}
+
+fn gvk(rt: &ResourceType) -> Value {
+    json!({"group": rt.group, "version": rt.version, "kind": rt.kind})
+}
+
+fn resource_discovery(rt: &ResourceType) -> Value {
+    let mut r = json!({
+        "resource": rt.plural,
+        "responseKind": gvk(rt),
+        "scope": if rt.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": rt.singular,
+        "verbs": rt.verbs(),
+    });
+    if !rt.short_names.is_empty() {
+        r["shortNames"] = json!(rt.short_names);
+    }
+    if !rt.categories.is_empty() {
+        r["categories"] = json!(rt.categories);
+    }
+    if rt.status {
+        r["subresources"] = json!([{
+            "subresource": "status",
+            "responseKind": gvk(rt),
+            "verbs": ["get", "patch", "update"],
+        }]);
+    }
+    r
+}
+
+/// `APIGroupDiscoveryList` for the core group (`core == true`, at `/api`) or every other group (`/apis`).
+pub fn aggregated(catalog: &Catalog, core: bool, media_type: &str) -> Value {
+    let version = if media_type == AGGREGATED_V2 { "v2" } else { "v2beta1" };
+    let mut items: Vec<Value> = Vec::new();
+    let groups: Vec<(String, Vec<String>)> = if core {
+        vec![(String::new(), vec!["v1".to_string()])]
+    } else {
+        catalog.groups().into_iter().map(|g| (g.name, g.versions)).collect()
+    };
+    for (group, versions) in groups {
+        let versions: Vec<Value> = versions
+            .iter()
+            .filter_map(|v| {
+                let types = catalog.group_version(&group, v)?;
+                let resources: Vec<Value> = types.iter().map(|rt| resource_discovery(rt)).collect();
+                Some(json!({"version": v, "resources": resources, "freshness": "Current"}))
+            })
+            .collect();
+        let metadata = if group.is_empty() { json!({}) } else { json!({"name": group}) };
+        items.push(json!({"metadata": metadata, "versions": versions}));
+    }
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "metadata": {},
+        "items": items,
+    })
+}

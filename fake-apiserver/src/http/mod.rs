@@ -2,6 +2,7 @@
 //! in-process (no socket); the TCP server wraps the same service for kubectl and other processes.
 
 mod discovery;
+mod openapi;
 mod route;
 mod watch;
 
@@ -174,9 +175,20 @@ where
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
+    let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let aggregated = discovery::wants_aggregated(accept);
     let result = match route {
         Route::Version => Ok(json_response(200, &discovery::version())),
         Route::Health => return text_response(200, "ok"),
+        Route::CoreVersions | Route::Groups if aggregated.is_some() => {
+            let media_type = aggregated.unwrap_or(discovery::AGGREGATED_V2);
+            let body = discovery::aggregated(shared.store().catalog(), route == Route::CoreVersions, media_type);
+            let mut resp = json_response(200, &body);
+            if let Ok(v) = header::HeaderValue::from_str(media_type) {
+                resp.headers_mut().insert(header::CONTENT_TYPE, v);
+            }
+            Ok(resp)
+        }
         Route::CoreVersions => Ok(json_response(200, &discovery::core_versions())),
         Route::Groups => Ok(json_response(
             200,
@@ -192,6 +204,14 @@ where
         }
         Route::Resource(path) => {
             serve_resource(&shared, &parts.method, path, &query, &content_type, &body).await
+        }
+        Route::OpenApiRoot => Ok(json_response(200, &openapi::root(shared.store().catalog()))),
+        Route::OpenApi { group, version } => {
+            // Build from a snapshot of the catalogue, so schema generation does not hold the lock.
+            let catalog = shared.store().catalog().clone();
+            openapi::document(&catalog, &group, &version)
+                .map(|v| json_response(200, &v))
+                .ok_or_else(ApiError::unknown_path)
         }
         Route::NotFound => Err(ApiError::unknown_path()),
     };
@@ -273,6 +293,41 @@ fn list_options(query: &Query) -> ApiResult<ListOptions> {
         },
         continue_token: query.get("continue").map(String::from),
     })
+}
+
+/// Run a write and answer with its result and a `Warning` header per warning it raised.
+fn written(
+    shared: &Shared,
+    code: u16,
+    write: impl FnOnce(&mut Store) -> ApiResult<Value>,
+) -> ApiResult<Response<ResponseBody>> {
+    let (result, warnings) = {
+        let mut store = shared.store();
+        store.take_warnings();
+        let result = write(&mut store);
+        (result, store.take_warnings())
+    };
+    let mut resp = json_response(code, &result?);
+    for w in warnings {
+        let value = format!("299 - {}", serde_json::to_string(&w).unwrap_or_default());
+        if let Ok(v) = header::HeaderValue::from_str(&value) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    Ok(resp)
+}
+
+fn field_validation(query: &Query, options: &str) -> ApiResult<crate::store::FieldValidation> {
+    use crate::store::FieldValidation;
+    match query.get("fieldValidation") {
+        None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+        Some("Strict") => Ok(FieldValidation::Strict),
+        Some("Ignore") => Ok(FieldValidation::Ignore),
+        Some(other) => Err(invalid_options(
+            options,
+            FieldCause::not_supported("fieldValidation", other, &["Ignore", "Warn", "Strict"]),
+        )),
+    }
 }
 
 /// Whether the request is a dry run; `options` names the options kind in errors (CreateOptions...).
@@ -371,6 +426,7 @@ async fn serve_resource(
     let write = |body: Option<&Value>, options: &str| -> ApiResult<WriteOptions> {
         Ok(WriteOptions {
             dry_run: dry_run(query, body, options)?,
+            field_validation: field_validation(query, options)?,
         })
     };
     match (method, name) {
@@ -393,29 +449,17 @@ async fn serve_resource(
         (&Method::POST, None) if sub == Subresource::Main => {
             let obj = decode_body(&rt, content_type, body)?;
             let opts = write(Some(&obj), "CreateOptions")?;
-            Ok(json_response(
-                201,
-                &shared.store().create(&rt, &ns, obj, &opts)?,
-            ))
+            written(shared, 201, |store| store.create(&rt, &ns, obj, &opts))
         }
         (&Method::PUT, Some(name)) => {
             let obj = decode_body(&rt, content_type, body)?;
             let opts = write(Some(&obj), "UpdateOptions")?;
-            Ok(json_response(
-                200,
-                &shared.store().update(&rt, &ns, &name, obj, sub, &opts)?,
-            ))
+            written(shared, 200, |store| store.update(&rt, &ns, &name, obj, sub, &opts))
         }
         (&Method::PATCH, Some(name)) => {
-            let kind = PatchKind::from_content_type(content_type)
-                .ok_or_else(|| unsupported_patch(content_type))?;
+            let kind = PatchKind::from_content_type(content_type).ok_or_else(|| unsupported_patch(content_type))?;
             let opts = write(None, "PatchOptions")?;
-            Ok(json_response(
-                200,
-                &shared
-                    .store()
-                    .patch(&rt, &ns, &name, kind, body, sub, &opts)?,
-            ))
+            written(shared, 200, |store| store.patch(&rt, &ns, &name, kind, body, sub, &opts))
         }
         (&Method::DELETE, Some(name)) if sub == Subresource::Main => {
             let opts = delete_options(query, body)?;

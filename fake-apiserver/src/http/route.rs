@@ -26,6 +26,10 @@ pub enum Route {
         version: String,
     },
     Resource(ResourcePath),
+    /// `/openapi/v3`.
+    OpenApiRoot,
+    /// `/openapi/v3/api/v1` or `/openapi/v3/apis/<group>/<version>`.
+    OpenApi { group: String, version: String },
     NotFound,
 }
 
@@ -37,6 +41,11 @@ pub fn route(path: &str) -> Route {
         .collect();
     match segs.as_slice() {
         ["version"] => Route::Version,
+        ["openapi", "v3"] => Route::OpenApiRoot,
+        ["openapi", "v3", "api", version] => Route::OpenApi { group: String::new(), version: version.to_string() },
+        ["openapi", "v3", "apis", group, version] => {
+            Route::OpenApi { group: group.to_string(), version: version.to_string() }
+        }
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
         ["api"] => Route::CoreVersions,
         ["apis"] => Route::Groups,

@@ -67,6 +67,70 @@ pub fn removable(obj: &Value) -> bool {
             .is_none_or(Vec::is_empty)
 }
 
+/// The fields of `input` that a typed decode dropped (`known` is the decoded-and-encoded form), as
+/// dotted paths like the real server's strict decoding errors name them. Nulls count as absent.
+pub fn unknown_fields(input: &Value, known: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    collect_unknown(input, known, String::new(), &mut out);
+    out
+}
+
+fn collect_unknown(input: &Value, known: &Value, path: String, out: &mut Vec<String>) {
+    match (input, known) {
+        (Value::Object(i), Value::Object(k)) => {
+            for (key, v) in i {
+                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                match k.get(key) {
+                    None if !v.is_null() => out.push(child),
+                    Some(kv) => collect_unknown(v, kv, child, out),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(i), Value::Array(k)) => {
+            for (n, (v, kv)) in i.iter().zip(k.iter()).enumerate() {
+                collect_unknown(v, kv, format!("{path}[{n}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Remove the given dotted paths (as [`unknown_fields`] names them) from `obj`.
+pub fn remove_fields(obj: &mut Value, paths: &[String]) {
+    for path in paths {
+        let mut parts: Vec<String> = Vec::new();
+        for segment in path.split('.') {
+            let (name, indexes) = segment.split_once('[').map_or((segment, ""), |(n, rest)| (n, rest));
+            parts.push(name.to_string());
+            for index in indexes.split('[').filter(|s| !s.is_empty()) {
+                parts.push(format!("[{}", index.trim_end_matches(']')));
+            }
+        }
+        remove_at(obj, &parts);
+    }
+}
+
+fn remove_at(value: &mut Value, parts: &[String]) {
+    match parts {
+        [last] => {
+            if let Some(m) = value.as_object_mut() {
+                m.remove(last);
+            }
+        }
+        [first, rest @ ..] => {
+            let next = match first.strip_prefix('[') {
+                Some(i) => i.parse::<usize>().ok().and_then(|i| value.get_mut(i)),
+                None => value.get_mut(first.as_str()),
+            };
+            if let Some(next) = next {
+                remove_at(next, rest);
+            }
+        }
+        [] => {}
+    }
+}
+
 /// Field problems in an object's metadata (empty = valid).
 pub fn validate_metadata(obj: &Value, rule: NameRule) -> Vec<FieldCause> {
     let mut causes = Vec::new();
@@ -169,6 +233,17 @@ pub fn validate_metadata(obj: &Value, rule: NameRule) -> Vec<FieldCause> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn unknown_fields_are_named_by_dotted_path_and_can_be_removed() {
+        let input = json!({"a": 1, "bogus": 2, "spec": {"x": [{"k": 1, "extra": 3}], "nil": null}});
+        let known = json!({"a": 1, "spec": {"x": [{"k": 1}]}});
+        let unknown = unknown_fields(&input, &known);
+        assert_eq!(unknown, vec!["bogus", "spec.x[0].extra"]);
+        let mut pruned = input.clone();
+        remove_fields(&mut pruned, &unknown);
+        assert_eq!(pruned, json!({"a": 1, "spec": {"x": [{"k": 1}], "nil": null}}));
+    }
 
     #[test]
     fn a_bad_name_is_reported_with_the_real_wording() {

@@ -6,3 +6,4 @@ pub mod meta;
 pub mod names;
 pub mod patch;
 pub mod selectors;
+pub mod strategic;

@@ -108,6 +108,19 @@ pub enum Subresource {
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
     pub dry_run: bool,
+    pub field_validation: FieldValidation,
+}
+
+/// What the server does with fields a kind does not have (`fieldValidation`). They are dropped in
+/// every case, as the real server drops what its types cannot hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    /// The default: a `Warning` header per unknown field.
+    #[default]
+    Warn,
+    /// Refuse the request.
+    Strict,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,6 +187,8 @@ pub struct Store {
     gone_owners: VecDeque<String>,
     rng: ChaCha8Rng,
     next_cluster_ip: u32,
+    /// Warnings for the request being served (unknown fields), taken by the HTTP layer.
+    warnings: Vec<String>,
 }
 
 impl Store {
@@ -194,9 +209,15 @@ impl Store {
             gone_owners: VecDeque::new(),
             rng,
             next_cluster_ip: 1,
+            warnings: Vec::new(),
         };
         store.bootstrap();
         store
+    }
+
+    /// The warnings of the last request, for its `Warning` headers.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
     }
 
     pub fn catalog(&self) -> &Catalog {

@@ -4,14 +4,15 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{
+use super::{FieldValidation, 
     ChangeType, DeleteOptions, ListOptions, ObjKey, Propagation, Store, Subresource, WriteOptions,
     render,
 };
 use crate::catalog::{Lifecycle, ResourceType, crd_types};
 use crate::error::{ApiError, ApiResult, FieldCause, success_status};
 use crate::semantics::meta::{
-    finalizers, is_deleting, owner_uids, removable, set_finalizers, validate_metadata,
+    finalizers, is_deleting, owner_uids, remove_fields, removable, set_finalizers, unknown_fields,
+    validate_metadata,
 };
 use crate::semantics::names::MAX_GENERATE_NAME_PREFIX;
 use crate::semantics::patch::{PatchKind, apply_patch};
@@ -92,7 +93,7 @@ impl Store {
     }
 
     /// Name, namespace and type of a request body checked against the URL.
-    fn place(&self, rt: &ResourceType, ns: &str, obj: &mut Value) -> ApiResult<()> {
+    fn place(&mut self, rt: &ResourceType, ns: &str, obj: &mut Value, validation: FieldValidation) -> ApiResult<()> {
         check_type(rt, obj)?;
         if rt.namespaced {
             match obj["metadata"]["namespace"].as_str() {
@@ -111,12 +112,25 @@ impl Store {
         // Like the real server decoding into its Go types: a wrongly typed field is refused, whether
         // it came in a create, an update or a patch.
         if let Some(check) = rt.decode_check {
-            check(obj).map_err(|e| {
+            let cannot = |e: &str| {
                 ApiError::bad_request(format!(
                     "{} in version \"{}\" cannot be handled as a {}: {e}",
                     rt.kind, rt.version, rt.kind
                 ))
-            })?;
+            };
+            let known = check(obj).map_err(|e| cannot(&e))?;
+            let unknown: Vec<String> = unknown_fields(obj, &known);
+            if !unknown.is_empty() {
+                let named: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+                match validation {
+                    FieldValidation::Strict => {
+                        return Err(cannot(&format!("strict decoding error: {}", named.join(", "))));
+                    }
+                    FieldValidation::Warn => self.warnings.extend(named),
+                    FieldValidation::Ignore => {}
+                }
+                remove_fields(obj, &unknown);
+            }
         }
         Ok(())
     }
@@ -140,7 +154,7 @@ impl Store {
         if obj.get("metadata").is_none() && obj.is_object() {
             obj["metadata"] = json!({});
         }
-        self.place(rt, ns, &mut obj)?;
+        self.place(rt, ns, &mut obj, opts.field_validation)?;
         if rt.create_only {
             // Reviews and the like are answered, never stored.
             if let Some(answer) = rt.behavior.review {
@@ -304,7 +318,7 @@ impl Store {
                 rt.plural
             )));
         }
-        self.place(rt, ns, &mut obj)?;
+        self.place(rt, ns, &mut obj, opts.field_validation)?;
         let body_name = obj["metadata"]["name"].as_str().unwrap_or("");
         if body_name != name {
             return Err(ApiError::bad_request(format!(
@@ -514,12 +528,12 @@ impl Store {
                 rt.plural
             )));
         }
-        crate::semantics::patch::ensure_supported(kind)?;
+        crate::semantics::patch::ensure_supported(kind, rt.crd.is_some())?;
         let key = Store::key(rt, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
-        let patched = apply_patch(kind, &render(rt, &old), body)?;
+        let patched = apply_patch(kind, &rt.group, &rt.kind, &render(rt, &old), body)?;
         self.update(rt, ns, name, patched, sub, opts)
     }
 

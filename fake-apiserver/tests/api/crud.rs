@@ -14,7 +14,7 @@ use kube::core::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::common::{api_err, server};
+use crate::common::{api_err, raw, server};
 
 /// The characters `generateName` suffixes are drawn from (no vowels, no look-alike digits).
 const GENERATE_NAME_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
@@ -1074,21 +1074,68 @@ async fn merge_patch_null_removes_a_key() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn strategic_merge_patch_answers_unsupported_media_type_for_now() {
+async fn strategic_merge_patch_merges_containers_by_name() {
+    use k8s_openapi::api::core::v1::Pod;
     let s = server();
-    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
-    cms.create(&PostParams::default(), &configmap("x", &[("k", "v")]))
-        .await
-        .expect("create");
-    let err = api_err(
-        cms.patch(
-            "x",
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p"},
+        "spec": {"containers": [
+            {"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}]},
+            {"name": "sidecar", "image": "side:1"}
+        ]}
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &pod).await.expect("create");
+    let patched = pods
+        .patch(
+            "p",
             &PatchParams::default(),
-            &Patch::Strategic(json!({"data": {"k": "w"}})),
+            &Patch::Strategic(json!({"spec": {"containers": [{"name": "app", "image": "app:2"}]}})),
         )
-        .await,
+        .await
+        .expect("strategic merge patch");
+    let containers = patched.spec.expect("spec").containers;
+    let images: Vec<(String, Option<String>)> =
+        containers.iter().map(|c| (c.name.clone(), c.image.clone())).collect();
+    assert_eq!(
+        images,
+        vec![("app".into(), Some("app:2".into())), ("sidecar".into(), Some("side:1".into()))]
     );
-    assert_eq!(err.code, 415);
+    assert_eq!(containers[0].env.as_ref().map(Vec::len), Some(1), "fields not in the patch are kept");
+}
+
+#[tokio::test(start_paused = true)]
+async fn strategic_merge_patch_on_a_custom_resource_is_unsupported() {
+    let s = fake_apiserver::FakeApiServer::builder()
+        .crds_yaml(
+            "widgets.yaml",
+            r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","kind":"Widget"},"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}"#,
+        )
+        .build()
+        .expect("server");
+    let (code, body) = raw(
+        &s,
+        "POST",
+        "/apis/example.com/v1/namespaces/default/widgets",
+        "application/json",
+        r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}"#,
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = raw(
+        &s,
+        "PATCH",
+        "/apis/example.com/v1/namespaces/default/widgets/w",
+        "application/strategic-merge-patch+json",
+        r#"{"spec":{"a":1}}"#,
+    )
+    .await;
+    assert_eq!(code, 415);
+    assert_eq!(
+        body["message"],
+        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    );
 }
 
 #[tokio::test(start_paused = true)]
