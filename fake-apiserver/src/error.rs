@@ -11,6 +11,8 @@ pub enum CauseReason {
     Duplicate,
     NotSupported,
     TooLong,
+    TypeInvalid,
+    TooMany,
 }
 
 impl CauseReason {
@@ -22,6 +24,8 @@ impl CauseReason {
             CauseReason::Duplicate => "FieldValueDuplicate",
             CauseReason::NotSupported => "FieldValueNotSupported",
             CauseReason::TooLong => "FieldValueTooLong",
+            CauseReason::TypeInvalid => "FieldValueTypeInvalid",
+            CauseReason::TooMany => "FieldValueTooMany",
         }
     }
 }

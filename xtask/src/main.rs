@@ -1,6 +1,7 @@
 //! Tollgate's automation: `cargo xtask <command>`. Every job a developer or CI runs by hand lives here.
 
 mod codegen;
+mod crds;
 
 use std::process::Command as Process;
 
@@ -36,6 +37,12 @@ enum Command {
     /// Regenerate checked-in code derived from dependencies (the built-in resource catalogue).
     Codegen {
         /// Only check that the checked-in files are up to date; exit non-zero if not.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Regenerate the CRD YAML in api/crds/ from the api crate's types.
+    Crds {
+        /// Only check that the checked-in CRDs are up to date; exit non-zero naming the stale files.
         #[arg(long)]
         check: bool,
     },
@@ -82,5 +89,6 @@ fn main() -> anyhow::Result<()> {
             run(cmd)
         }
         Command::Codegen { check } => codegen::run(check),
+        Command::Crds { check } => crds::run(check),
     }
 }

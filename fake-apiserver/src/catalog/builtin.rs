@@ -50,6 +50,8 @@ fn describe(
         crd: None,
         decode_check: Some(decode_check),
         schema: super::SchemaSource::Builtin(schema),
+        printer_columns: None,
+        structural: None,
     }
 }
 

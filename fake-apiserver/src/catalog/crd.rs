@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::ResourceType;
 use super::behavior::custom_resource_behavior;
 use crate::error::FieldCause;
+use crate::semantics::schema::Schema;
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
     path.iter().fold(v, |v, k| &v[*k]).as_str().unwrap_or("")
@@ -80,6 +81,26 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
             "must have exactly one version marked as storage version",
         ));
     }
+    // Each version's structural schema: a schema that does not parse (or a CEL rule that does not
+    // compile) makes the CRD invalid.
+    let mut schemas = Vec::new();
+    for (i, v) in versions.iter().enumerate() {
+        let schema = match v["schema"].get("openAPIV3Schema") {
+            Some(s) if s.is_object() => match Schema::parse(s) {
+                Ok(parsed) => Some(Arc::new(parsed)),
+                Err(e) => {
+                    causes.push(FieldCause {
+                        reason: crate::error::CauseReason::Invalid,
+                        field: format!("spec.versions[{i}].schema"),
+                        message: e,
+                    });
+                    None
+                }
+            },
+            _ => None,
+        };
+        schemas.push(schema);
+    }
     if !causes.is_empty() {
         return Err(causes);
     }
@@ -95,8 +116,9 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
     let storage = ResourceType::storage_key(group, plural);
     Ok(versions
         .iter()
-        .filter(|v| v["served"] != Value::Bool(false))
-        .map(|v| ResourceType {
+        .zip(schemas)
+        .filter(|(v, _)| v["served"] != Value::Bool(false))
+        .map(|(v, structural)| ResourceType {
             group: group.to_string(),
             version: str_at(v, &["name"]).to_string(),
             kind: kind.to_string(),
@@ -112,8 +134,18 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
             behavior: custom_resource_behavior(),
             crd: Some(name.to_string()),
             decode_check: None,
+            structural,
+            printer_columns: v
+                .get("additionalPrinterColumns")
+                .filter(|c| c.is_array())
+                .cloned()
+                .map(Arc::new),
             schema: super::SchemaSource::Custom(
-                v["schema"].get("openAPIV3Schema").filter(|s| s.is_object()).cloned().map(Arc::new),
+                v["schema"]
+                    .get("openAPIV3Schema")
+                    .filter(|s| s.is_object())
+                    .cloned()
+                    .map(Arc::new),
             ),
         })
         .collect())

@@ -46,6 +46,10 @@ pub struct ResourceType {
     /// Where the kind's OpenAPI schema comes from: k8s-openapi's schemars impl for built-ins, the
     /// CRD's `openAPIV3Schema` for custom resources.
     pub schema: SchemaSource,
+    /// A CRD version's structural schema: pruning, defaulting and validation of its objects.
+    pub structural: Option<Arc<crate::semantics::schema::Schema>>,
+    /// A CRD version's `additionalPrinterColumns`, for Table answers.
+    pub printer_columns: Option<Arc<serde_json::Value>>,
 }
 
 /// Adds a built-in kind's schema (and the schemas it refers to) to a generator; returns its `$ref`.

@@ -105,8 +105,10 @@ pub fn resources(catalog: &Catalog, group: &str, version: &str) -> Option<Value>
 }
 
 /// The media type of aggregated discovery, which kubectl and kube-rs ask for first.
-pub const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
-const AGGREGATED_V2BETA1: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+pub const AGGREGATED_V2: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+const AGGREGATED_V2BETA1: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
 
 /// Which aggregated discovery version an Accept header asks for, if any (the first acceptable one).
 pub fn wants_aggregated(accept: &str) -> Option<&'static str> {
@@ -155,12 +157,20 @@ fn resource_discovery(rt: &ResourceType) -> Value {
 
 /// `APIGroupDiscoveryList` for the core group (`core == true`, at `/api`) or every other group (`/apis`).
 pub fn aggregated(catalog: &Catalog, core: bool, media_type: &str) -> Value {
-    let version = if media_type == AGGREGATED_V2 { "v2" } else { "v2beta1" };
+    let version = if media_type == AGGREGATED_V2 {
+        "v2"
+    } else {
+        "v2beta1"
+    };
     let mut items: Vec<Value> = Vec::new();
     let groups: Vec<(String, Vec<String>)> = if core {
         vec![(String::new(), vec!["v1".to_string()])]
     } else {
-        catalog.groups().into_iter().map(|g| (g.name, g.versions)).collect()
+        catalog
+            .groups()
+            .into_iter()
+            .map(|g| (g.name, g.versions))
+            .collect()
     };
     for (group, versions) in groups {
         let versions: Vec<Value> = versions
@@ -171,7 +181,11 @@ pub fn aggregated(catalog: &Catalog, core: bool, media_type: &str) -> Value {
                 Some(json!({"version": v, "resources": resources, "freshness": "Current"}))
             })
             .collect();
-        let metadata = if group.is_empty() { json!({}) } else { json!({"name": group}) };
+        let metadata = if group.is_empty() {
+            json!({})
+        } else {
+            json!({"name": group})
+        };
         items.push(json!({"metadata": metadata, "versions": versions}));
     }
     json!({

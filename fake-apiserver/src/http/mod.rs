@@ -4,6 +4,7 @@
 mod discovery;
 mod openapi;
 mod route;
+mod table;
 mod watch;
 
 use std::collections::HashMap;
@@ -175,14 +176,22 @@ where
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let accept = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let aggregated = discovery::wants_aggregated(accept);
     let result = match route {
         Route::Version => Ok(json_response(200, &discovery::version())),
         Route::Health => return text_response(200, "ok"),
         Route::CoreVersions | Route::Groups if aggregated.is_some() => {
             let media_type = aggregated.unwrap_or(discovery::AGGREGATED_V2);
-            let body = discovery::aggregated(shared.store().catalog(), route == Route::CoreVersions, media_type);
+            let body = discovery::aggregated(
+                shared.store().catalog(),
+                route == Route::CoreVersions,
+                media_type,
+            );
             let mut resp = json_response(200, &body);
             if let Ok(v) = header::HeaderValue::from_str(media_type) {
                 resp.headers_mut().insert(header::CONTENT_TYPE, v);
@@ -203,7 +212,17 @@ where
                 .ok_or_else(ApiError::unknown_path)
         }
         Route::Resource(path) => {
-            serve_resource(&shared, &parts.method, path, &query, &content_type, &body).await
+            let view = View::from_accept(accept);
+            serve_resource(
+                &shared,
+                &parts.method,
+                path,
+                &query,
+                &content_type,
+                &body,
+                view,
+            )
+            .await
         }
         Route::OpenApiRoot => Ok(json_response(200, &openapi::root(shared.store().catalog()))),
         Route::OpenApi { group, version } => {
@@ -293,6 +312,68 @@ fn list_options(query: &Query) -> ApiResult<ListOptions> {
         },
         continue_token: query.get("continue").map(String::from),
     })
+}
+
+/// How a read answers, from the Accept header: whole objects, a Table (kubectl get), or metadata
+/// only (`PartialObjectMetadata`, as kube-rs metadata watchers ask).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    Full,
+    Table,
+    Metadata,
+}
+
+impl View {
+    fn from_accept(accept: &str) -> View {
+        let first = accept.split(',').next().unwrap_or("");
+        if table::wants_table(accept) {
+            View::Table
+        } else if first.contains("as=PartialObjectMetadata") && first.contains("g=meta.k8s.io") {
+            View::Metadata
+        } else {
+            View::Full
+        }
+    }
+
+    fn metadata_only(obj: &Value) -> Value {
+        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]})
+    }
+
+    /// One object (a GET, or a watch event's object).
+    pub(crate) fn single(
+        self,
+        rt: &ResourceType,
+        obj: Value,
+        rv: &str,
+        now: jiff::Timestamp,
+    ) -> Value {
+        match self {
+            View::Full => obj,
+            View::Metadata => Self::metadata_only(&obj),
+            View::Table => table::table(rt, rt.printer_columns.as_deref(), &[obj], rv, None, now),
+        }
+    }
+
+    fn list(self, rt: &ResourceType, page: &crate::store::ListPage, now: jiff::Timestamp) -> Value {
+        match self {
+            View::Full => page.to_json(rt),
+            View::Metadata => {
+                let mut list = page.to_json(rt);
+                list["kind"] = json!("PartialObjectMetadataList");
+                list["apiVersion"] = json!("meta.k8s.io/v1");
+                list["items"] = Value::Array(page.items.iter().map(Self::metadata_only).collect());
+                list
+            }
+            View::Table => table::table(
+                rt,
+                rt.printer_columns.as_deref(),
+                &page.items,
+                &page.resource_version.to_string(),
+                page.continue_token.as_deref(),
+                now,
+            ),
+        }
+    }
 }
 
 /// Run a write and answer with its result and a `Warning` header per warning it raised.
@@ -396,6 +477,7 @@ async fn serve_resource(
     query: &Query,
     content_type: &str,
     body: &[u8],
+    view: View,
 ) -> ApiResult<Response<ResponseBody>> {
     let rt = shared
         .store()
@@ -430,7 +512,17 @@ async fn serve_resource(
         })
     };
     match (method, name) {
-        (&Method::GET, Some(name)) => Ok(json_response(200, &shared.store().get(&rt, &ns, &name)?)),
+        (&Method::GET, Some(name)) => {
+            let obj = shared.store().get(&rt, &ns, &name)?;
+            let rv = obj["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            Ok(json_response(
+                200,
+                &view.single(&rt, obj, &rv, shared.clock.now()),
+            ))
+        }
         (&Method::GET, None) => {
             let opts = list_options(query)?;
             let ns_filter = path.namespace.as_deref();
@@ -441,10 +533,14 @@ async fn serve_resource(
                     ns_filter.map(String::from),
                     opts,
                     query,
+                    view,
                 );
             }
             let page = shared.store().list(&rt, ns_filter, &opts)?;
-            Ok(json_response(200, &page.to_json(&rt)))
+            Ok(json_response(
+                200,
+                &view.list(&rt, &page, shared.clock.now()),
+            ))
         }
         (&Method::POST, None) if sub == Subresource::Main => {
             let obj = decode_body(&rt, content_type, body)?;
@@ -454,12 +550,17 @@ async fn serve_resource(
         (&Method::PUT, Some(name)) => {
             let obj = decode_body(&rt, content_type, body)?;
             let opts = write(Some(&obj), "UpdateOptions")?;
-            written(shared, 200, |store| store.update(&rt, &ns, &name, obj, sub, &opts))
+            written(shared, 200, |store| {
+                store.update(&rt, &ns, &name, obj, sub, &opts)
+            })
         }
         (&Method::PATCH, Some(name)) => {
-            let kind = PatchKind::from_content_type(content_type).ok_or_else(|| unsupported_patch(content_type))?;
+            let kind = PatchKind::from_content_type(content_type)
+                .ok_or_else(|| unsupported_patch(content_type))?;
             let opts = write(None, "PatchOptions")?;
-            written(shared, 200, |store| store.patch(&rt, &ns, &name, kind, body, sub, &opts))
+            written(shared, 200, |store| {
+                store.patch(&rt, &ns, &name, kind, body, sub, &opts)
+            })
         }
         (&Method::DELETE, Some(name)) if sub == Subresource::Main => {
             let opts = delete_options(query, body)?;

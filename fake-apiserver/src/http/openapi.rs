@@ -13,7 +13,11 @@ use crate::catalog::{Catalog, ResourceType, SchemaSource};
 
 /// The group/version part of an OpenAPI v3 path: `api/v1` or `apis/<group>/<version>`.
 fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
 }
 
 /// A hash of what a group/version serves, so clients re-fetch a document only when it changed.
@@ -31,7 +35,11 @@ fn gv_hash(types: &[std::sync::Arc<ResourceType>]) -> String {
 /// `/openapi/v3`: where each group/version's document is.
 pub fn root(catalog: &Catalog) -> Value {
     let mut paths = Map::new();
-    let mut gvs: Vec<(String, String)> = catalog.types().iter().map(|rt| (rt.group.clone(), rt.version.clone())).collect();
+    let mut gvs: Vec<(String, String)> = catalog
+        .types()
+        .iter()
+        .map(|rt| (rt.group.clone(), rt.version.clone()))
+        .collect();
     gvs.dedup();
     for (group, version) in gvs {
         if let Some(types) = catalog.group_version(&group, &version) {
@@ -53,7 +61,13 @@ fn parameter(name: &str, location: &str, description: &str) -> Value {
     json!({"name": name, "in": location, "description": description, "schema": {"type": "string", "uniqueItems": true}})
 }
 
-fn operation(rt: &ResourceType, verb: &str, action: &str, schema_ref: &str, extra: Vec<Value>) -> Value {
+fn operation(
+    rt: &ResourceType,
+    verb: &str,
+    action: &str,
+    schema_ref: &str,
+    extra: Vec<Value>,
+) -> Value {
     let mut op = json!({
         "operationId": format!("{verb}{}", rt.kind),
         "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": schema_ref}}}}},
@@ -68,8 +82,16 @@ fn operation(rt: &ResourceType, verb: &str, action: &str, schema_ref: &str, extr
 
 /// The paths of one kind: collection and item, with the operations the server answers.
 fn paths_for(rt: &ResourceType, schema_ref: &str, paths: &mut Map<String, Value>) {
-    let base = if rt.group.is_empty() { format!("/api/{}", rt.version) } else { format!("/apis/{}/{}", rt.group, rt.version) };
-    let prefix = if rt.namespaced { format!("{base}/namespaces/{{namespace}}/{}", rt.plural) } else { format!("{base}/{}", rt.plural) };
+    let base = if rt.group.is_empty() {
+        format!("/api/{}", rt.version)
+    } else {
+        format!("/apis/{}/{}", rt.group, rt.version)
+    };
+    let prefix = if rt.namespaced {
+        format!("{base}/namespaces/{{namespace}}/{}", rt.plural)
+    } else {
+        format!("{base}/{}", rt.plural)
+    };
     let field_validation = || {
         parameter(
             "fieldValidation",
@@ -77,13 +99,25 @@ fn paths_for(rt: &ResourceType, schema_ref: &str, paths: &mut Map<String, Value>
             "How the server handles unknown or duplicate fields: Ignore, Warn or Strict.",
         )
     };
-    let dry_run = || parameter("dryRun", "query", "When present (All), nothing is persisted.");
+    let dry_run = || {
+        parameter(
+            "dryRun",
+            "query",
+            "When present (All), nothing is persisted.",
+        )
+    };
     let mut collection = json!({
         "post": operation(rt, "create", "post", schema_ref, vec![dry_run(), field_validation()]),
     });
     if !rt.create_only {
         collection["get"] = operation(rt, "list", "list", schema_ref, vec![]);
-        collection["delete"] = operation(rt, "deletecollection", "deletecollection", schema_ref, vec![dry_run()]);
+        collection["delete"] = operation(
+            rt,
+            "deletecollection",
+            "deletecollection",
+            schema_ref,
+            vec![dry_run()],
+        );
         let item = json!({
             "get": operation(rt, "read", "get", schema_ref, vec![]),
             "put": operation(rt, "replace", "put", schema_ref, vec![dry_run(), field_validation()]),
@@ -113,12 +147,18 @@ pub fn document(catalog: &Catalog, group: &str, version: &str) -> Option<Value> 
         let name = match &rt.schema {
             SchemaSource::Builtin(schema) => {
                 let reference = schema(&mut generator);
-                let r = reference.get("$ref").and_then(Value::as_str).unwrap_or("").to_string();
+                let r = reference
+                    .get("$ref")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 r.rsplit('/').next().unwrap_or("").to_string()
             }
             SchemaSource::Custom(schema) => {
                 let name = custom_schema_name(rt);
-                let body = schema.as_deref().cloned().unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+                let body = schema.as_deref().cloned().unwrap_or_else(
+                    || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+                );
                 custom.insert(name.clone(), body);
                 name
             }

@@ -29,7 +29,10 @@ pub enum Route {
     /// `/openapi/v3`.
     OpenApiRoot,
     /// `/openapi/v3/api/v1` or `/openapi/v3/apis/<group>/<version>`.
-    OpenApi { group: String, version: String },
+    OpenApi {
+        group: String,
+        version: String,
+    },
     NotFound,
 }
 
@@ -42,10 +45,14 @@ pub fn route(path: &str) -> Route {
     match segs.as_slice() {
         ["version"] => Route::Version,
         ["openapi", "v3"] => Route::OpenApiRoot,
-        ["openapi", "v3", "api", version] => Route::OpenApi { group: String::new(), version: version.to_string() },
-        ["openapi", "v3", "apis", group, version] => {
-            Route::OpenApi { group: group.to_string(), version: version.to_string() }
-        }
+        ["openapi", "v3", "api", version] => Route::OpenApi {
+            group: String::new(),
+            version: version.to_string(),
+        },
+        ["openapi", "v3", "apis", group, version] => Route::OpenApi {
+            group: group.to_string(),
+            version: version.to_string(),
+        },
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
         ["api"] => Route::CoreVersions,
         ["apis"] => Route::Groups,

@@ -30,6 +30,7 @@ const MAX_TIMEOUT_SECS: u64 = 365 * 24 * 3600;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 struct Params {
+    view: super::View,
     ns: Option<String>,
     opts: ListOptions,
     bookmarks: bool,
@@ -43,6 +44,7 @@ pub fn serve_watch(
     ns: Option<String>,
     opts: ListOptions,
     query: &Query,
+    view: super::View,
 ) -> ApiResult<Response<ResponseBody>> {
     Store::check_field_selector(&rt, &opts)?;
     let initial_events = query.flag("sendInitialEvents");
@@ -86,6 +88,7 @@ pub fn serve_watch(
         bookmarks,
         initial_events,
         timeout,
+        view,
     };
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let init = shared.store().watch(&rt, start);
@@ -155,6 +158,7 @@ struct Closed;
 
 /// One watch's output side: its selection and where its lines go.
 struct Sink {
+    clock: crate::clock::Clock,
     rt: Arc<ResourceType>,
     p: Params,
     tx: mpsc::Sender<Bytes>,
@@ -167,6 +171,20 @@ impl Sink {
             .send(event_line(kind, object))
             .await
             .map_err(|_| Closed)
+    }
+
+    /// Send an object as the watch's view (Table, metadata only) asks.
+    async fn send_viewed(&self, kind: &str, obj: Value) -> Result<(), Closed> {
+        let rv = obj["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let viewed = self.p.view.single(&self.rt, obj, &rv, self.now());
+        self.send(kind, &viewed).await
+    }
+
+    fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
     }
 
     /// Send a change if this watch's selection makes it an event.
@@ -182,7 +200,11 @@ impl Sink {
             (Some(old), true) => {
                 let mut last = render(&self.rt, old);
                 last["metadata"]["resourceVersion"] = json!(change.rv.to_string());
-                self.send(kind, &last).await
+                self.send_viewed(kind, last).await
+            }
+            _ if self.p.view != super::View::Full => {
+                self.send_viewed(kind, render(&self.rt, &change.object))
+                    .await
             }
             _ => {
                 let line = event_line_json(kind, &change.json_for(&self.rt));
@@ -214,6 +236,7 @@ async fn run(
         resource_version,
     } = init;
     let mut sink = Sink {
+        clock: shared.clock.clone(),
         rt,
         p,
         tx,

@@ -79,7 +79,11 @@ fn collect_unknown(input: &Value, known: &Value, path: String, out: &mut Vec<Str
     match (input, known) {
         (Value::Object(i), Value::Object(k)) => {
             for (key, v) in i {
-                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                let child = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
                 match k.get(key) {
                     None if !v.is_null() => out.push(child),
                     Some(kv) => collect_unknown(v, kv, child, out),
@@ -101,7 +105,9 @@ pub fn remove_fields(obj: &mut Value, paths: &[String]) {
     for path in paths {
         let mut parts: Vec<String> = Vec::new();
         for segment in path.split('.') {
-            let (name, indexes) = segment.split_once('[').map_or((segment, ""), |(n, rest)| (n, rest));
+            let (name, indexes) = segment
+                .split_once('[')
+                .map_or((segment, ""), |(n, rest)| (n, rest));
             parts.push(name.to_string());
             for index in indexes.split('[').filter(|s| !s.is_empty()) {
                 parts.push(format!("[{}", index.trim_end_matches(']')));
@@ -242,7 +248,10 @@ mod tests {
         assert_eq!(unknown, vec!["bogus", "spec.x[0].extra"]);
         let mut pruned = input.clone();
         remove_fields(&mut pruned, &unknown);
-        assert_eq!(pruned, json!({"a": 1, "spec": {"x": [{"k": 1}], "nil": null}}));
+        assert_eq!(
+            pruned,
+            json!({"a": 1, "spec": {"x": [{"k": 1}], "nil": null}})
+        );
     }
 
     #[test]

@@ -5,5 +5,6 @@ pub mod event_versions;
 pub mod meta;
 pub mod names;
 pub mod patch;
+pub mod schema;
 pub mod selectors;
 pub mod strategic;

@@ -53,7 +53,13 @@ pub fn ensure_supported(kind: PatchKind, custom_resource: bool) -> ApiResult<()>
 }
 
 /// Apply a patch to `target` (an object of `group`/`kind`), returning the patched copy.
-pub fn apply_patch(kind: PatchKind, group: &str, type_kind: &str, target: &Value, body: &[u8]) -> ApiResult<Value> {
+pub fn apply_patch(
+    kind: PatchKind,
+    group: &str,
+    type_kind: &str,
+    target: &Value,
+    body: &[u8],
+) -> ApiResult<Value> {
     let mut doc = target.clone();
     match kind {
         PatchKind::Json => {
@@ -112,7 +118,8 @@ mod tests {
     fn a_failed_test_operation_changes_nothing() {
         let target = json!({"metadata": {"finalizers": ["a"]}, "data": {"k": "v"}});
         let body = br#"[{"op":"replace","path":"/data/k","value":"w"},{"op":"test","path":"/metadata/finalizers/0","value":"b"}]"#;
-        let err = apply_patch(PatchKind::Json, "", "ConfigMap", &target, body).expect_err("test fails");
+        let err =
+            apply_patch(PatchKind::Json, "", "ConfigMap", &target, body).expect_err("test fails");
         assert_eq!((err.code, err.reason), (422, "Invalid"));
     }
 
@@ -129,8 +136,14 @@ mod tests {
     #[test]
     fn merge_patch_removes_nulls() {
         let target = json!({"data": {"a": "1", "b": "2"}});
-        let out =
-            apply_patch(PatchKind::Merge, "", "ConfigMap", &target, br#"{"data":{"a":null,"c":"3"}}"#).expect("ok");
+        let out = apply_patch(
+            PatchKind::Merge,
+            "",
+            "ConfigMap",
+            &target,
+            br#"{"data":{"a":null,"c":"3"}}"#,
+        )
+        .expect("ok");
         assert_eq!(out, json!({"data": {"b": "2", "c": "3"}}));
     }
 

@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{FieldValidation, 
-    ChangeType, DeleteOptions, ListOptions, ObjKey, Propagation, Store, Subresource, WriteOptions,
-    render,
+use super::{
+    ChangeType, DeleteOptions, FieldValidation, ListOptions, ObjKey, Propagation, Store,
+    Subresource, WriteOptions, render,
 };
 use crate::catalog::{Lifecycle, ResourceType, crd_types};
 use crate::error::{ApiError, ApiResult, FieldCause, success_status};
 use crate::semantics::meta::{
-    finalizers, is_deleting, owner_uids, remove_fields, removable, set_finalizers, unknown_fields,
+    finalizers, is_deleting, owner_uids, removable, remove_fields, set_finalizers, unknown_fields,
     validate_metadata,
 };
 use crate::semantics::names::MAX_GENERATE_NAME_PREFIX;
@@ -93,7 +93,13 @@ impl Store {
     }
 
     /// Name, namespace and type of a request body checked against the URL.
-    fn place(&mut self, rt: &ResourceType, ns: &str, obj: &mut Value, validation: FieldValidation) -> ApiResult<()> {
+    fn place(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        obj: &mut Value,
+        validation: FieldValidation,
+    ) -> ApiResult<()> {
         check_type(rt, obj)?;
         if rt.namespaced {
             match obj["metadata"]["namespace"].as_str() {
@@ -111,25 +117,41 @@ impl Store {
         obj["kind"] = json!(rt.kind);
         // Like the real server decoding into its Go types: a wrongly typed field is refused, whether
         // it came in a create, an update or a patch.
-        if let Some(check) = rt.decode_check {
-            let cannot = |e: &str| {
-                ApiError::bad_request(format!(
-                    "{} in version \"{}\" cannot be handled as a {}: {e}",
-                    rt.kind, rt.version, rt.kind
-                ))
-            };
+        // Fields the kind does not have: built-ins lose what their typed form cannot hold, custom
+        // resources what their schema prunes. Strict refuses them, Warn names them in a header.
+        let cannot = |e: &str| {
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                rt.kind, rt.version, rt.kind
+            ))
+        };
+        let unknown = if let Some(check) = rt.decode_check {
             let known = check(obj).map_err(|e| cannot(&e))?;
-            let unknown: Vec<String> = unknown_fields(obj, &known);
-            if !unknown.is_empty() {
-                let named: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
-                match validation {
-                    FieldValidation::Strict => {
-                        return Err(cannot(&format!("strict decoding error: {}", named.join(", "))));
-                    }
-                    FieldValidation::Warn => self.warnings.extend(named),
-                    FieldValidation::Ignore => {}
+            let unknown = unknown_fields(obj, &known);
+            remove_fields(obj, &unknown);
+            unknown
+        } else if let Some(schema) = &rt.structural {
+            let before = obj.clone();
+            schema.prune(obj);
+            schema.apply_defaults(obj);
+            unknown_fields(&before, obj)
+        } else {
+            Vec::new()
+        };
+        if !unknown.is_empty() {
+            let named: Vec<String> = unknown
+                .iter()
+                .map(|f| format!("unknown field \"{f}\""))
+                .collect();
+            match validation {
+                FieldValidation::Strict => {
+                    return Err(cannot(&format!(
+                        "strict decoding error: {}",
+                        named.join(", ")
+                    )));
                 }
-                remove_fields(obj, &unknown);
+                FieldValidation::Warn => self.warnings.extend(named),
+                FieldValidation::Ignore => {}
             }
         }
         Ok(())
@@ -179,7 +201,10 @@ impl Store {
             obj["metadata"]["name"] = json!(name);
         }
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
-        let causes = validate_metadata(&obj, rt.behavior.name_rule);
+        let mut causes = validate_metadata(&obj, rt.behavior.name_rule);
+        if let Some(schema) = &rt.structural {
+            causes.extend(schema.validate(&obj, None));
+        }
         if !causes.is_empty() {
             return Err(Self::invalid(rt, &obj, causes));
         }
@@ -449,7 +474,10 @@ impl Store {
                 ));
             }
         }
-        let causes = validate_metadata(&new, rt.behavior.name_rule);
+        let mut causes = validate_metadata(&new, rt.behavior.name_rule);
+        if let Some(schema) = &rt.structural {
+            causes.extend(schema.validate(&new, Some(old)));
+        }
         if !causes.is_empty() {
             return Err(Self::invalid(rt, &new, causes));
         }

@@ -1086,7 +1086,9 @@ async fn strategic_merge_patch_merges_containers_by_name() {
         ]}
     }))
     .expect("pod");
-    pods.create(&PostParams::default(), &pod).await.expect("create");
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .expect("create");
     let patched = pods
         .patch(
             "p",
@@ -1096,13 +1098,22 @@ async fn strategic_merge_patch_merges_containers_by_name() {
         .await
         .expect("strategic merge patch");
     let containers = patched.spec.expect("spec").containers;
-    let images: Vec<(String, Option<String>)> =
-        containers.iter().map(|c| (c.name.clone(), c.image.clone())).collect();
+    let images: Vec<(String, Option<String>)> = containers
+        .iter()
+        .map(|c| (c.name.clone(), c.image.clone()))
+        .collect();
     assert_eq!(
         images,
-        vec![("app".into(), Some("app:2".into())), ("sidecar".into(), Some("side:1".into()))]
+        vec![
+            ("app".into(), Some("app:2".into())),
+            ("sidecar".into(), Some("side:1".into()))
+        ]
     );
-    assert_eq!(containers[0].env.as_ref().map(Vec::len), Some(1), "fields not in the patch are kept");
+    assert_eq!(
+        containers[0].env.as_ref().map(Vec::len),
+        Some(1),
+        "fields not in the patch are kept"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -7,6 +7,8 @@ mod crud;
 mod deletion;
 mod determinism;
 mod faults;
+mod fidelity;
+mod kubectl;
 mod runtime;
 mod tcp;
 mod validation;

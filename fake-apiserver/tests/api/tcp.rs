@@ -17,14 +17,14 @@ async fn client_from(path: &Path) -> kube::Client {
 }
 
 /// A server on real time, served on loopback with its kubeconfig written to a temporary directory.
-struct Served {
-    server: fake_apiserver::FakeApiServer,
+pub(crate) struct Served {
+    pub(crate) server: fake_apiserver::FakeApiServer,
     _tcp: fake_apiserver::TcpServer,
     dir: tempfile::TempDir,
 }
 
 impl Served {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let server = fake_apiserver::FakeApiServer::builder()
             .build()
             .expect("server");
@@ -42,13 +42,13 @@ impl Served {
         }
     }
 
-    fn kubeconfig(&self) -> std::path::PathBuf {
+    pub(crate) fn kubeconfig(&self) -> std::path::PathBuf {
         self.dir.path().join("kubeconfig")
     }
 }
 
 /// kubectl, or None (with the reason printed) when it is absent and not required.
-fn kubectl() -> Option<&'static str> {
+pub(crate) fn kubectl() -> Option<&'static str> {
     let found = Command::new("kubectl")
         .arg("version")
         .arg("--client")

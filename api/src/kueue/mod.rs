@@ -1,0 +1,17 @@
+//! `kueue.x-k8s.io/v1beta2`: the subset of Kueue's API that Tollgate implements.
+
+mod admissioncheck;
+mod clusterqueue;
+mod localqueue;
+mod multikueue;
+mod provisioning;
+mod resourceflavor;
+mod workload;
+
+pub use admissioncheck::*;
+pub use clusterqueue::*;
+pub use localqueue::*;
+pub use multikueue::*;
+pub use provisioning::*;
+pub use resourceflavor::*;
+pub use workload::*;

@@ -1,0 +1,268 @@
+//! CRD structural schemas (`apiextensions.k8s.io/v1` `openAPIV3Schema`): pruning, defaulting
+//! and validation (OpenAPI keywords, list types and `x-kubernetes-validations` CEL rules),
+//! following the real apiextensions-apiserver.
+
+mod cel;
+mod defaults;
+mod formats;
+mod prune;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// A parsed structural schema of one CRD version.
+#[derive(Debug)]
+pub struct Schema {
+    root: Node,
+}
+
+/// The JSON types a schema node can declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ty {
+    Object,
+    Array,
+    String,
+    Integer,
+    Number,
+    Boolean,
+}
+
+impl Ty {
+    fn parse(s: &str) -> Option<Ty> {
+        Some(match s {
+            "object" => Ty::Object,
+            "array" => Ty::Array,
+            "string" => Ty::String,
+            "integer" => Ty::Integer,
+            "number" => Ty::Number,
+            "boolean" => Ty::Boolean,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Ty::Object => "object",
+            Ty::Array => "array",
+            Ty::String => "string",
+            Ty::Integer => "integer",
+            Ty::Number => "number",
+            Ty::Boolean => "boolean",
+        }
+    }
+}
+
+/// `x-kubernetes-list-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListType {
+    Atomic,
+    Set,
+    Map,
+}
+
+/// One schema node.
+#[derive(Debug, Default)]
+struct Node {
+    ty: Option<Ty>,
+    nullable: bool,
+    format: Option<String>,
+    properties: BTreeMap<String, Node>,
+    additional: Option<Box<Node>>,
+    items: Option<Box<Node>>,
+    required: Vec<String>,
+    enumeration: Option<Vec<Value>>,
+    pattern: Option<(String, regex::Regex)>,
+    minimum: Option<f64>,
+    maximum: Option<f64>,
+    exclusive_minimum: bool,
+    exclusive_maximum: bool,
+    multiple_of: Option<f64>,
+    min_length: Option<u64>,
+    max_length: Option<u64>,
+    min_items: Option<u64>,
+    max_items: Option<u64>,
+    min_properties: Option<u64>,
+    max_properties: Option<u64>,
+    unique_items: bool,
+    preserve_unknown: bool,
+    embedded: bool,
+    /// The object root (where `apiVersion`, `kind` and `metadata` live).
+    resource_root: bool,
+    int_or_string: bool,
+    list_type: Option<ListType>,
+    list_map_keys: Vec<String>,
+    default: Option<Value>,
+    rules: Vec<cel::Rule>,
+}
+
+impl Node {
+    /// The type name the real server shows as the value of a failed rule.
+    fn type_name(&self) -> &'static str {
+        self.ty.map(Ty::name).unwrap_or("")
+    }
+
+    /// The schema of the value under `key` of an object.
+    fn child(&self, key: &str) -> Option<&Node> {
+        self.properties.get(key).or(self.additional.as_deref())
+    }
+}
+
+impl Schema {
+    /// Parses a version's `openAPIV3Schema`. Errors name the offending schema path, e.g.
+    /// `openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: ...`.
+    pub fn parse(open_api_v3_schema: &Value) -> Result<Schema, String> {
+        let mut root = parse_node(open_api_v3_schema, "openAPIV3Schema")?;
+        root.resource_root = true;
+        Ok(Schema { root })
+    }
+
+    /// Drops fields the schema does not know (unless `x-kubernetes-preserve-unknown-fields`).
+    /// `apiVersion` and `kind` at the root (and in embedded resources) are kept; `metadata`
+    /// there is reduced to ObjectMeta's own fields, like the real server's ObjectMeta coercion.
+    pub fn prune(&self, obj: &mut Value) {
+        prune::prune(&self.root, obj, true);
+    }
+
+    /// Drops non-nullable nulls that have no default, then applies `default`s to absent (or
+    /// non-nullable null) fields, recursively, like the real server.
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        defaults::prune_nulls(Some(&self.root), obj);
+        defaults::apply(&self.root, obj);
+    }
+
+    /// Validates a whole object (after pruning and defaulting): OpenAPI keywords, list types,
+    /// then CEL rules. `old` is the previous object on updates: it feeds `oldSelf`, and
+    /// unchanged values are not failed again (the real server's validation ratcheting).
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<crate::error::FieldCause> {
+        let mut errs = Vec::new();
+        validate::schema(&self.root, obj, old, "", true, &mut errs);
+        validate::lists(&self.root, obj, "", &mut errs);
+        cel::validate(&self.root, obj, old, &mut errs);
+        errs
+    }
+}
+
+fn child_path(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
+    let Some(m) = v.as_object() else {
+        return Err(format!("{path}: Invalid value: must be an object"));
+    };
+    let mut n = Node::default();
+    let str_of = |k: &str| m.get(k).and_then(Value::as_str);
+    let bool_of = |k: &str| m.get(k).and_then(Value::as_bool).unwrap_or(false);
+    let u64_of = |k: &str| m.get(k).and_then(Value::as_u64);
+    let f64_of = |k: &str| m.get(k).and_then(Value::as_f64);
+    if let Some(t) = str_of("type") {
+        n.ty = Some(Ty::parse(t).ok_or_else(|| {
+            format!(
+                "{path}.type: Unsupported value: {t:?}: supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\""
+            )
+        })?);
+    }
+    n.nullable = bool_of("nullable");
+    n.format = str_of("format").map(str::to_string);
+    n.preserve_unknown = bool_of("x-kubernetes-preserve-unknown-fields");
+    n.embedded = bool_of("x-kubernetes-embedded-resource");
+    n.int_or_string = bool_of("x-kubernetes-int-or-string");
+    n.unique_items = bool_of("uniqueItems");
+    n.exclusive_minimum = bool_of("exclusiveMinimum");
+    n.exclusive_maximum = bool_of("exclusiveMaximum");
+    n.minimum = f64_of("minimum");
+    n.maximum = f64_of("maximum");
+    n.multiple_of = f64_of("multipleOf");
+    n.min_length = u64_of("minLength");
+    n.max_length = u64_of("maxLength");
+    n.min_items = u64_of("minItems");
+    n.max_items = u64_of("maxItems");
+    n.min_properties = u64_of("minProperties");
+    n.max_properties = u64_of("maxProperties");
+    n.enumeration = m.get("enum").and_then(Value::as_array).cloned();
+    n.required = m
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(p) = str_of("pattern") {
+        let re = regex::Regex::new(p).map_err(|e| {
+            format!("{path}.pattern: Invalid value: {p:?}: must be a valid regular expression, but isn't: {e}")
+        })?;
+        n.pattern = Some((p.to_string(), re));
+    }
+    n.list_type = match str_of("x-kubernetes-list-type") {
+        None => None,
+        Some("atomic") => Some(ListType::Atomic),
+        Some("set") => Some(ListType::Set),
+        Some("map") => Some(ListType::Map),
+        Some(other) => {
+            return Err(format!(
+                "{path}.x-kubernetes-list-type: Unsupported value: {other:?}: supported values: \"atomic\", \"set\", \"map\""
+            ));
+        }
+    };
+    n.list_map_keys = m
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if n.list_type == Some(ListType::Map) && n.list_map_keys.is_empty() {
+        return Err(format!(
+            "{path}.x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map"
+        ));
+    }
+    if let Some(props) = m.get("properties").and_then(Value::as_object) {
+        for (k, pv) in props {
+            let sub = parse_node(pv, &format!("{path}.properties[{k}]"))?;
+            n.properties.insert(k.clone(), sub);
+        }
+    }
+    match m.get("additionalProperties") {
+        Some(ap @ Value::Object(_)) => {
+            n.additional = Some(Box::new(parse_node(
+                ap,
+                &format!("{path}.additionalProperties"),
+            )?));
+        }
+        Some(Value::Bool(true)) => n.preserve_unknown = true,
+        _ => {}
+    }
+    if let Some(items) = m.get("items") {
+        n.items = Some(Box::new(parse_node(items, &format!("{path}.items"))?));
+    }
+    if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
+        for (i, r) in rules.iter().enumerate() {
+            n.rules.push(cel::Rule::parse(
+                r,
+                &format!("{path}.x-kubernetes-validations[{i}]"),
+            )?);
+        }
+    }
+    if let Some(d) = m.get("default") {
+        // A default is stored pruned, like the real server requires it to be.
+        let mut d = d.clone();
+        prune::prune(&n, &mut d, n.embedded);
+        n.default = Some(d);
+    }
+    Ok(n)
+}

@@ -1,0 +1,338 @@
+//! What real clients ask for beyond plain JSON: aggregated discovery, OpenAPI v3, Tables,
+//! metadata-only answers, field validation, and CRD schemas (pruning, defaulting, CEL).
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::discovery::Discovery;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::common::{cm, raw, server};
+
+/// A raw GET with an Accept header: (status, content type, JSON body).
+async fn get_as(
+    s: &fake_apiserver::FakeApiServer,
+    path: &str,
+    accept: &str,
+) -> (u16, String, Value) {
+    let req = http::Request::get(path)
+        .header("accept", accept)
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .expect("request");
+    let resp = s.service().oneshot(req).await.expect("answer");
+    let code = resp.status().as_u16();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    (
+        code,
+        ct,
+        serde_json::from_slice(&body).unwrap_or(Value::Null),
+    )
+}
+
+const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+
+#[tokio::test(start_paused = true)]
+async fn aggregated_discovery_serves_every_group_for_kube_rs() {
+    let s = server();
+    let discovery = Discovery::new(s.client())
+        .run_aggregated()
+        .await
+        .expect("aggregated discovery");
+    let kinds: Vec<String> = discovery
+        .groups()
+        .flat_map(|g| g.recommended_resources())
+        .map(|(ar, _)| ar.kind)
+        .collect();
+    for kind in ["Pod", "Job", "Lease", "CustomResourceDefinition", "Event"] {
+        assert!(kinds.iter().any(|k| k == kind), "{kind} in {kinds:?}");
+    }
+    let (_, ct, body) = get_as(
+        &s,
+        "/apis",
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+    )
+    .await;
+    assert_eq!(
+        ct,
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    );
+    assert_eq!(body["kind"], "APIGroupDiscoveryList");
+    let (_, _, plain) = get_as(&s, "/apis", "application/json").await;
+    assert_eq!(
+        plain["kind"], "APIGroupList",
+        "plain JSON clients get the classic document"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn openapi_v3_documents_carry_schemas_and_the_field_validation_parameter() {
+    let s = server();
+    let (code, root) = raw(&s, "GET", "/openapi/v3", "", "").await;
+    assert_eq!(code, 200);
+    let url = root["paths"]["apis/batch/v1"]["serverRelativeURL"]
+        .as_str()
+        .expect("batch/v1 listed");
+    assert!(url.starts_with("/openapi/v3/apis/batch/v1?hash="));
+    let (code, doc) = raw(&s, "GET", url, "", "").await;
+    assert_eq!(code, 200);
+    let job = &doc["components"]["schemas"]["io.k8s.api.batch.v1.Job"];
+    assert_eq!(job["x-kubernetes-group-version-kind"][0]["kind"], "Job");
+    assert!(job["properties"]["spec"].is_object());
+    let patch = &doc["paths"]["/apis/batch/v1/namespaces/{namespace}/jobs/{name}"]["patch"];
+    let names: Vec<&str> = patch["parameters"]
+        .as_array()
+        .expect("params")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(names.contains(&"fieldValidation"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn kubectl_get_gets_a_table_with_the_real_columns() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let mut c = cm("settings");
+    c.data = Some(
+        [
+            ("a".to_string(), "1".to_string()),
+            ("b".to_string(), "2".to_string()),
+        ]
+        .into(),
+    );
+    cms.create(&PostParams::default(), &c)
+        .await
+        .expect("create");
+    tokio::time::sleep(std::time::Duration::from_secs(300)).await;
+    let (code, _, table) = get_as(&s, "/api/v1/namespaces/default/configmaps", TABLE).await;
+    assert_eq!(code, 200);
+    assert_eq!(table["kind"], "Table");
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(columns, vec!["Name", "Data", "Age"]);
+    assert_eq!(table["rows"][0]["cells"], json!(["settings", 2, "5m"]));
+    assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+
+    let (_, _, svc) = get_as(&s, "/api/v1/namespaces/default/services/kubernetes", TABLE).await;
+    let cells = svc["rows"][0]["cells"].as_array().expect("cells");
+    assert_eq!(
+        cells[1..5],
+        [
+            json!("ClusterIP"),
+            json!("10.96.0.1"),
+            json!("<none>"),
+            json!("443/TCP")
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn metadata_only_answers_for_metadata_clients() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    cms.create(&PostParams::default(), &cm("m"))
+        .await
+        .expect("create");
+    let meta = cms
+        .list_metadata(&ListParams::default())
+        .await
+        .expect("metadata list");
+    assert_eq!(meta.items.len(), 1);
+    let (_, _, one) = get_as(
+        &s,
+        "/api/v1/namespaces/default/configmaps/m",
+        "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+    )
+    .await;
+    assert_eq!(one["kind"], "PartialObjectMetadata");
+    assert!(one.get("data").is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn field_validation_strict_refuses_and_warn_drops_unknown_fields() {
+    let s = server();
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"bogus":1,"data":{"a":"b"}}"#;
+    let (code, err) = raw(
+        &s,
+        "POST",
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        "application/json",
+        body,
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        err["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
+    );
+    let req = http::Request::post("/api/v1/namespaces/default/configmaps")
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            body.as_bytes(),
+        )))
+        .expect("request");
+    let resp = s.service().oneshot(req).await.expect("answer");
+    assert_eq!(resp.status(), 201);
+    let warning = resp
+        .headers()
+        .get("warning")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    assert_eq!(warning, r#"299 - "unknown field \"bogus\"""#);
+    let (_, stored) = raw(&s, "GET", "/api/v1/namespaces/default/configmaps/x", "", "").await;
+    assert!(stored.get("bogus").is_none(), "unknown fields are dropped");
+}
+
+const GADGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - {rule: self == oldSelf, message: Value is immutable}
+            required: [size]
+            properties:
+              size: {type: integer, minimum: 1}
+              mode: {type: string, enum: [Fast, Slow], default: Slow}
+          status:
+            type: object
+            properties:
+              conditions:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [type]
+                items:
+                  type: object
+                  properties: {type: {type: string}, status: {type: string}}
+"#;
+
+fn gadgets(client: kube::Client) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Gadget"),
+        "gadgets",
+    );
+    Api::namespaced_with(client, "default", &ar)
+}
+
+fn gadget(body: Value) -> DynamicObject {
+    let mut v =
+        json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}});
+    if let (Some(m), Some(b)) = (v.as_object_mut(), body.as_object()) {
+        m.extend(b.clone());
+    }
+    serde_json::from_value(v).expect("gadget")
+}
+
+#[tokio::test(start_paused = true)]
+async fn crd_schemas_prune_default_and_validate_custom_resources() {
+    let s = fake_apiserver::FakeApiServer::builder()
+        .crds_yaml("gadgets.yaml", GADGETS)
+        .build()
+        .expect("server");
+    let api = gadgets(s.client());
+
+    let bad = crate::common::api_err(
+        api.create(
+            &PostParams::default(),
+            &gadget(json!({"spec": {"size": 0}})),
+        )
+        .await,
+    );
+    assert_eq!((bad.code, bad.reason.as_str()), (422, "Invalid"));
+    assert!(bad.message.contains("spec.size"), "{}", bad.message);
+    let missing = crate::common::api_err(
+        api.create(&PostParams::default(), &gadget(json!({"spec": {}})))
+            .await,
+    );
+    assert!(
+        missing.message.contains("spec.size: Required value"),
+        "{}",
+        missing.message
+    );
+
+    let created = api
+        .create(
+            &PostParams::default(),
+            &gadget(json!({"spec": {"size": 2, "extra": true}})),
+        )
+        .await
+        .expect("valid gadget");
+    assert_eq!(
+        created.data["spec"],
+        json!({"size": 2, "mode": "Slow"}),
+        "pruned and defaulted"
+    );
+
+    let mut changed = created.clone();
+    changed.data["spec"]["size"] = json!(3);
+    let immutable =
+        crate::common::api_err(api.replace("g", &PostParams::default(), &changed).await);
+    assert_eq!(immutable.code, 422);
+    assert!(
+        immutable.message.contains("Value is immutable"),
+        "{}",
+        immutable.message
+    );
+
+    api.patch_status(
+        "g",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        ),
+    )
+    .await
+    .expect("status");
+    let (_, _, table) = get_as(&s, "/apis/example.com/v1/namespaces/default/gadgets", TABLE).await;
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(columns, vec!["Name", "Size", "Ready", "Age"]);
+    let cells = table["rows"][0]["cells"].as_array().expect("cells");
+    assert_eq!(cells[..3], [json!("g"), json!(2), json!("True")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_crd_whose_cel_rule_does_not_compile_is_refused() {
+    let broken = GADGETS.replace("self == oldSelf", "self ==");
+    let err = fake_apiserver::FakeApiServer::builder()
+        .crds_yaml("broken.yaml", broken)
+        .build()
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("spec.versions[0].schema"), "{err}");
+}

@@ -1,0 +1,169 @@
+//! The real kubectl binary against a served fake: the commands the README lists as working.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::tcp::{Served, kubectl};
+
+fn run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl starts");
+    if let Some(mut input) = child.stdin.take() {
+        input
+            .write_all(stdin.unwrap_or("").as_bytes())
+            .expect("stdin");
+    }
+    child.wait_with_output().expect("kubectl ends")
+}
+
+/// Run kubectl, expect success, return stdout.
+fn ok(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> String {
+    let out = run(kubeconfig, args, stdin);
+    assert!(
+        out.status.success(),
+        "kubectl {args:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const CONFIGMAP: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  mode: fast\n";
+
+const GADGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    schema:
+      openAPIV3Schema:
+        type: object
+        description: A gadget for the kubectl tests.
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer, description: How big the gadget is.}
+          status:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+"#;
+
+#[tokio::test]
+async fn kubectl_create_apply_get_patch_label_wait_and_delete_work() {
+    let Some(_) = kubectl() else { return };
+    let served = Served::start().await;
+    let kc = served.kubeconfig();
+    tokio::task::spawn_blocking(move || {
+        // create -f and apply -f (client-side, twice: the second is a strategic merge patch).
+        assert_eq!(ok(&kc, &["create", "-f", "-"], Some(CONFIGMAP)).trim(), "configmap/app created");
+        let changed = CONFIGMAP.replace("fast", "slow");
+        assert_eq!(ok(&kc, &["apply", "-f", "-"], Some(&changed)).trim(), "configmap/app configured");
+        assert_eq!(ok(&kc, &["get", "configmap", "app", "-o", "jsonpath={.data.mode}"], None), "slow");
+
+        // Table output with the real columns.
+        let table = ok(&kc, &["get", "configmaps"], None);
+        assert!(table.lines().next().is_some_and(|h| h.split_whitespace().collect::<Vec<_>>() == ["NAME", "DATA", "AGE"]), "{table}");
+        assert!(ok(&kc, &["get", "cm", "app", "-o", "yaml"], None).contains("mode: slow"));
+        assert!(ok(&kc, &["get", "cm", "app", "-o", "json"], None).contains("\"mode\": \"slow\""));
+
+        // patch, label, annotate.
+        ok(&kc, &["patch", "cm", "app", "-p", r#"{"data":{"extra":"1"}}"#], None);
+        ok(&kc, &["patch", "cm", "app", "--type", "merge", "-p", r#"{"data":{"merged":"1"}}"#], None);
+        ok(&kc, &["patch", "cm", "app", "--type", "json", "-p", r#"[{"op":"remove","path":"/data/extra"}]"#], None);
+        ok(&kc, &["label", "cm", "app", "tier=web"], None);
+        ok(&kc, &["annotate", "cm", "app", "note=hi"], None);
+        let data = ok(&kc, &["get", "cm", "app", "-o", "jsonpath={.data.merged}/{.data.extra}/{.metadata.labels.tier}/{.metadata.annotations.note}"], None);
+        assert_eq!(data, "1//web/hi");
+        assert!(ok(&kc, &["describe", "cm", "app"], None).contains("tier=web"));
+
+        // delete with cascade, and wait --for=delete.
+        ok(&kc, &["delete", "cm", "app", "--cascade=foreground"], None);
+        ok(&kc, &["wait", "--for=delete", "cm/app", "--timeout=10s"], None);
+
+        // Typed commands send protobuf: refused with a message that says what to do instead.
+        let typed = run(&kc, &["create", "namespace", "typed"], None);
+        assert!(!typed.status.success());
+        assert!(String::from_utf8_lossy(&typed.stderr).contains("use `kubectl apply -f`"));
+    })
+    .await
+    .expect("kubectl thread");
+}
+
+#[tokio::test]
+async fn kubectl_works_with_custom_resources() {
+    let Some(_) = kubectl() else { return };
+    let served = Served::start().await;
+    let kc = served.kubeconfig();
+    tokio::task::spawn_blocking(move || {
+        ok(&kc, &["apply", "-f", "-"], Some(GADGETS));
+        let gadget =
+            "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1}\nspec: {size: 3}\n";
+        ok(&kc, &["apply", "-f", "-"], Some(gadget));
+        let table = ok(&kc, &["get", "gadgets"], None);
+        let header: Vec<&str> = table
+            .lines()
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        assert_eq!(header, ["NAME", "SIZE", "AGE"], "{table}");
+        assert!(
+            table
+                .lines()
+                .nth(1)
+                .is_some_and(|row| row.starts_with("g1") && row.contains(" 3 ")),
+            "{table}"
+        );
+
+        let explain = ok(&kc, &["explain", "gadgets.spec"], None);
+        assert!(explain.contains("How big the gadget is."), "{explain}");
+
+        // wait --for=condition on a status written like a controller would.
+        ok(
+            &kc,
+            &[
+                "patch",
+                "gadget",
+                "g1",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#,
+            ],
+            None,
+        );
+        ok(
+            &kc,
+            &[
+                "wait",
+                "--for=condition=Ready",
+                "gadget/g1",
+                "--timeout=10s",
+            ],
+            None,
+        );
+        ok(&kc, &["delete", "gadget", "g1", "--cascade=orphan"], None);
+    })
+    .await
+    .expect("kubectl thread");
+}
