@@ -52,6 +52,7 @@ fn describe(
         schema: super::SchemaSource::Builtin(schema),
         printer_columns: None,
         structural: None,
+        scale: scale_paths(group, plural),
     }
 }
 
@@ -129,6 +130,19 @@ macro_rules! builtin_types {
 pub(crate) use builtin_types;
 
 include!("builtin_types.rs");
+
+/// The built-in kinds with a `/scale` subresource.
+fn scale_paths(group: &str, plural: &str) -> Option<super::ScalePaths> {
+    let scalable = matches!(
+        (group, plural),
+        ("apps", "deployments" | "replicasets" | "statefulsets") | ("", "replicationcontrollers")
+    );
+    scalable.then(|| super::ScalePaths {
+        spec_replicas: ".spec.replicas".into(),
+        status_replicas: ".status.replicas".into(),
+        label_selector: Some(".spec.selector".into()),
+    })
+}
 
 /// Short names and categories as `kubectl api-resources` shows them on a real cluster.
 fn short_names_and_categories(

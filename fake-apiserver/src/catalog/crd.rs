@@ -134,6 +134,20 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
             behavior: custom_resource_behavior(),
             crd: Some(name.to_string()),
             decode_check: None,
+            scale: v["subresources"]
+                .get("scale")
+                .filter(|s| s.is_object())
+                .map(|s| super::ScalePaths {
+                    spec_replicas: s["specReplicasPath"]
+                        .as_str()
+                        .unwrap_or(".spec.replicas")
+                        .to_string(),
+                    status_replicas: s["statusReplicasPath"]
+                        .as_str()
+                        .unwrap_or(".status.replicas")
+                        .to_string(),
+                    label_selector: s["labelSelectorPath"].as_str().map(String::from),
+                }),
             structural,
             printer_columns: v
                 .get("additionalPrinterColumns")

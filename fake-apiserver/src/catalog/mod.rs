@@ -46,10 +46,22 @@ pub struct ResourceType {
     /// Where the kind's OpenAPI schema comes from: k8s-openapi's schemars impl for built-ins, the
     /// CRD's `openAPIV3Schema` for custom resources.
     pub schema: SchemaSource,
+    /// The `/scale` subresource: where replicas and the selector live in the object.
+    pub scale: Option<ScalePaths>,
     /// A CRD version's structural schema: pruning, defaulting and validation of its objects.
     pub structural: Option<Arc<crate::semantics::schema::Schema>>,
     /// A CRD version's `additionalPrinterColumns`, for Table answers.
     pub printer_columns: Option<Arc<serde_json::Value>>,
+}
+
+/// Where a kind with a `/scale` subresource keeps its replicas (JSON paths like `.spec.replicas`).
+#[derive(Debug, Clone)]
+pub struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    /// A path to a label selector: a string (CRDs), or a selector object (built-ins), which the
+    /// Scale shows in its string form.
+    pub label_selector: Option<String>,
 }
 
 /// Adds a built-in kind's schema (and the schemas it refers to) to a generator; returns its `$ref`.

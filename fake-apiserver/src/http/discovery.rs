@@ -93,6 +93,17 @@ pub fn resources(catalog: &Catalog, group: &str, version: &str) -> Option<Value>
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if rt.scale.is_some() {
+            list.push(json!({
+                "name": format!("{}/scale", rt.plural),
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
     }
     let gv = if group.is_empty() {
         version.to_string()
@@ -145,12 +156,19 @@ fn resource_discovery(rt: &ResourceType) -> Value {
     if !rt.categories.is_empty() {
         r["categories"] = json!(rt.categories);
     }
+    let mut subresources = Vec::new();
     if rt.status {
-        r["subresources"] = json!([{
-            "subresource": "status",
-            "responseKind": gvk(rt),
+        subresources.push(json!({"subresource": "status", "responseKind": gvk(rt), "verbs": ["get", "patch", "update"]}));
+    }
+    if rt.scale.is_some() {
+        subresources.push(json!({
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
             "verbs": ["get", "patch", "update"],
-        }]);
+        }));
+    }
+    if !subresources.is_empty() {
+        r["subresources"] = Value::Array(subresources);
     }
     r
 }

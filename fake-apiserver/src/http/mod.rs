@@ -213,16 +213,20 @@ where
         }
         Route::Resource(path) => {
             let view = View::from_accept(accept);
-            serve_resource(
-                &shared,
-                &parts.method,
-                path,
-                &query,
-                &content_type,
-                &body,
+            let user_agent = parts
+                .headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let req = RequestParts {
+                method: &parts.method,
+                query: &query,
+                content_type: &content_type,
+                body: &body,
                 view,
-            )
-            .await
+                user_agent,
+            };
+            serve_resource(&shared, path, req).await
         }
         Route::OpenApiRoot => Ok(json_response(200, &openapi::root(shared.store().catalog()))),
         Route::OpenApi { group, version } => {
@@ -470,15 +474,29 @@ fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
     })
 }
 
+/// What a resource request brings besides its path.
+struct RequestParts<'a> {
+    method: &'a Method,
+    query: &'a Query,
+    content_type: &'a str,
+    body: &'a [u8],
+    view: View,
+    user_agent: &'a str,
+}
+
 async fn serve_resource(
     shared: &Arc<Shared>,
-    method: &Method,
     path: ResourcePath,
-    query: &Query,
-    content_type: &str,
-    body: &[u8],
-    view: View,
+    req: RequestParts<'_>,
 ) -> ApiResult<Response<ResponseBody>> {
+    let RequestParts {
+        method,
+        query,
+        content_type,
+        body,
+        view,
+        user_agent,
+    } = req;
     let rt = shared
         .store()
         .catalog()
@@ -490,6 +508,7 @@ async fn serve_resource(
     let sub = match path.subresource.as_deref() {
         None => Subresource::Main,
         Some("status") if rt.status => Subresource::Status,
+        Some("scale") if rt.scale.is_some() => Subresource::Scale,
         Some("finalize") if rt.behavior.lifecycle == crate::catalog::Lifecycle::Namespace => {
             if method != Method::PUT {
                 return Err(ApiError::method_not_allowed(format!(
@@ -505,13 +524,28 @@ async fn serve_resource(
         return Err(ApiError::unknown_path());
     }
     let name = path.name.clone();
+    // Like the real server: the fieldManager parameter, else the client's user agent up to its '/'.
+    let manager = match query.get("fieldManager") {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => user_agent
+            .split('/')
+            .next()
+            .filter(|p| !p.is_empty())
+            .unwrap_or("unknown")
+            .to_string(),
+    };
     let write = |body: Option<&Value>, options: &str| -> ApiResult<WriteOptions> {
         Ok(WriteOptions {
             dry_run: dry_run(query, body, options)?,
             field_validation: field_validation(query, options)?,
+            field_manager: manager.clone(),
         })
     };
     match (method, name) {
+        (&Method::GET, Some(name)) if sub == Subresource::Scale => Ok(json_response(
+            200,
+            &shared.store().get_scale(&rt, &ns, &name)?,
+        )),
         (&Method::GET, Some(name)) => {
             let obj = shared.store().get(&rt, &ns, &name)?;
             let rv = obj["metadata"]["resourceVersion"]
@@ -557,7 +591,16 @@ async fn serve_resource(
         (&Method::PATCH, Some(name)) => {
             let kind = PatchKind::from_content_type(content_type)
                 .ok_or_else(|| unsupported_patch(content_type))?;
-            let opts = write(None, "PatchOptions")?;
+            let mut opts = write(None, "PatchOptions")?;
+            if kind == PatchKind::Apply {
+                // Apply needs an explicit manager; the user agent does not count.
+                opts.field_manager = query.get("fieldManager").unwrap_or("").to_string();
+                let exists = shared.store().get(&rt, &ns, &name).is_ok();
+                let force = query.flag("force");
+                return written(shared, if exists { 200 } else { 201 }, |store| {
+                    store.server_side_apply(&rt, &ns, &name, body, force, sub, &opts)
+                });
+            }
             written(shared, 200, |store| {
                 store.patch(&rt, &ns, &name, kind, body, sub, &opts)
             })

@@ -78,6 +78,10 @@ fn age(o: &Value, now: Timestamp) -> Value {
     json!(human_age(&o["metadata"]["creationTimestamp"], now))
 }
 
+fn int(v: &Value) -> i64 {
+    v.as_i64().unwrap_or(0)
+}
+
 fn count(v: &Value) -> usize {
     v.as_object().map_or(0, |m| m.len()) + v.as_array().map_or(0, Vec::len)
 }
@@ -281,6 +285,79 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
                 json!(names.join(","))
             }),
             col("Age", age),
+        ],
+        ("apps", "deployments") => vec![
+            col("Name", name),
+            col("Ready", |o, _| {
+                json!(format!(
+                    "{}/{}",
+                    int(&o["status"]["readyReplicas"]),
+                    int(&o["spec"]["replicas"])
+                ))
+            }),
+            Column {
+                kind: "integer",
+                ..col("Up-to-date", |o, _| {
+                    json!(int(&o["status"]["updatedReplicas"]))
+                })
+            },
+            Column {
+                kind: "integer",
+                ..col("Available", |o, _| {
+                    json!(int(&o["status"]["availableReplicas"]))
+                })
+            },
+            col("Age", age),
+        ],
+        ("apps", "statefulsets") => vec![
+            col("Name", name),
+            col("Ready", |o, _| {
+                json!(format!(
+                    "{}/{}",
+                    int(&o["status"]["readyReplicas"]),
+                    int(&o["spec"]["replicas"])
+                ))
+            }),
+            col("Age", age),
+        ],
+        ("apps", "replicasets") => vec![
+            col("Name", name),
+            Column {
+                kind: "integer",
+                ..col("Desired", |o, _| json!(int(&o["spec"]["replicas"])))
+            },
+            Column {
+                kind: "integer",
+                ..col("Current", |o, _| json!(int(&o["status"]["replicas"])))
+            },
+            Column {
+                kind: "integer",
+                ..col("Ready", |o, _| json!(int(&o["status"]["readyReplicas"])))
+            },
+            col("Age", age),
+        ],
+        ("", "events") => vec![
+            col("Last Seen", |o, now| {
+                let last = ["lastTimestamp", "eventTime"]
+                    .iter()
+                    .map(|k| &o[*k])
+                    .find(|v| v.is_string())
+                    .cloned();
+                json!(last.map_or_else(|| "<unknown>".to_string(), |t| human_age(&t, now)))
+            }),
+            col("Type", |o, _| o["type"].clone()),
+            col("Reason", |o, _| o["reason"].clone()),
+            col("Object", |o, _| {
+                let kind = o["involvedObject"]["kind"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_lowercase();
+                json!(format!(
+                    "{kind}/{}",
+                    o["involvedObject"]["name"].as_str().unwrap_or("")
+                ))
+            }),
+            col("Message", |o, _| o["message"].clone()),
         ],
         ("batch", "jobs") => vec![
             col("Name", name),

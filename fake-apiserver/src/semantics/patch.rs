@@ -37,8 +37,7 @@ pub fn unsupported_patch(content_type: &str) -> ApiError {
 }
 
 /// Refuse, before anything is looked up, the patch types a kind cannot take: strategic merge patch
-/// needs the Go types' patch strategies, which custom resources do not have (as on the real server);
-/// server-side apply is not implemented yet.
+/// needs the Go types' patch strategies, which custom resources do not have (as on the real server).
 pub fn ensure_supported(kind: PatchKind, custom_resource: bool) -> ApiResult<()> {
     match kind {
         PatchKind::Json | PatchKind::Merge => Ok(()),
@@ -46,9 +45,7 @@ pub fn ensure_supported(kind: PatchKind, custom_resource: bool) -> ApiResult<()>
         PatchKind::StrategicMerge => Err(ApiError::unsupported_media_type(
             "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         )),
-        PatchKind::Apply => Err(ApiError::unsupported_media_type(
-            "server-side apply is not supported by this server yet: use application/merge-patch+json, application/json-patch+json or (for built-in kinds) application/strategic-merge-patch+json",
-        )),
+        PatchKind::Apply => Ok(()),
     }
 }
 
@@ -99,7 +96,11 @@ pub fn apply_patch(
             doc = super::strategic::strategic_merge(group, type_kind, target, &patch)
                 .map_err(|e| ApiError::bad_request(e.0))?;
         }
-        PatchKind::Apply => ensure_supported(kind, false)?,
+        PatchKind::Apply => {
+            return Err(ApiError::internal(
+                "server-side apply is handled by the store, not as a patch",
+            ));
+        }
     }
     if !doc.is_object() {
         return Err(ApiError::bad_request(

@@ -2,8 +2,10 @@
 //! watches resume from, and the indexes the garbage collector needs. Plain data and functions, no
 //! IO: the HTTP layer calls these under one lock, so every write is atomic and totally ordered.
 
+mod apply;
 mod lifecycle;
 mod read;
+mod scale;
 mod watch;
 mod write;
 
@@ -103,12 +105,17 @@ pub enum Subresource {
     Status,
     /// A namespace's `/finalize`: writes only `spec.finalizers`.
     Finalize,
+    /// `/scale`: an autoscaling/v1 Scale view of the replicas.
+    Scale,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct WriteOptions {
     pub dry_run: bool,
     pub field_validation: FieldValidation,
+    /// Who writes (`fieldManager`, or the client's user agent): recorded in `metadata.managedFields`.
+    /// Empty: not recorded (the server's own writes).
+    pub field_manager: String,
 }
 
 /// What the server does with fields a kind does not have (`fieldValidation`). They are dropped in

@@ -222,9 +222,13 @@ impl Store {
                 "deletionTimestamp",
                 "deletionGracePeriodSeconds",
                 "resourceVersion",
-                "managedFields",
             ] {
                 meta.remove(server_owned);
+            }
+            // A client's create records its own ownership below; an apply (no manager here) has
+            // already computed managedFields.
+            if !opts.field_manager.is_empty() {
+                meta.remove("managedFields");
             }
             meta.insert("uid".into(), json!(uid));
             meta.insert("creationTimestamp".into(), json!(self.clock.now_rfc3339()));
@@ -253,6 +257,7 @@ impl Store {
         if rt.behavior.lifecycle == Lifecycle::CustomResourceDefinition {
             obj["status"] = crate::catalog::crd_status_at(&obj, &self.clock.now_rfc3339());
         }
+        self.record_manager(rt, None, &mut obj, &opts.field_manager, Subresource::Main);
         if opts.dry_run {
             return Ok(render(rt, &obj));
         }
@@ -337,6 +342,9 @@ impl Store {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
+        if sub == Subresource::Scale {
+            return self.update_scale(rt, ns, name, &obj, opts);
+        }
         if rt.create_only {
             return Err(ApiError::method_not_allowed(format!(
                 "{} only supports create",
@@ -368,7 +376,7 @@ impl Store {
             None => obj,
         };
         let new = self.merge_update(rt, &old, incoming, sub)?;
-        self.write_update(rt, key, &old, new, opts)
+        self.write_update(rt, key, &old, new, sub, opts)
     }
 
     /// The object an update produces: the subresource split, server-owned metadata kept.
@@ -390,7 +398,17 @@ impl Store {
                         }
                     }
                 }
+                // Field ownership is the one piece of metadata a status write carries.
+                if let Some(managed) = incoming["metadata"]
+                    .get("managedFields")
+                    .filter(|m| !m.is_null())
+                {
+                    n["metadata"]["managedFields"] = managed.clone();
+                }
                 n
+            }
+            Subresource::Scale => {
+                return Err(ApiError::internal("scale writes go through update_scale"));
             }
             Subresource::Finalize => {
                 let mut n = old.clone();
@@ -442,13 +460,27 @@ impl Store {
             "generation",
             "namespace",
             "name",
-            "managedFields",
         ] {
             match old["metadata"].get(owned) {
                 Some(v) => new["metadata"][owned] = v.clone(),
                 None => {
                     if let Some(m) = new["metadata"].as_object_mut() {
                         m.remove(owned);
+                    }
+                }
+            }
+        }
+        // managedFields a write leaves out are kept; a write that sends them (an apply, or a client
+        // resetting them) sets them.
+        if new["metadata"]
+            .get("managedFields")
+            .is_none_or(Value::is_null)
+        {
+            match old["metadata"].get("managedFields") {
+                Some(v) => new["metadata"]["managedFields"] = v.clone(),
+                None => {
+                    if let Some(m) = new["metadata"].as_object_mut() {
+                        m.remove("managedFields");
                     }
                 }
             }
@@ -518,12 +550,14 @@ impl Store {
         key: ObjKey,
         old: &Value,
         mut new: Value,
+        sub: Subresource,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
         if &new == old {
             return Ok(render(rt, old));
         }
+        self.record_manager(rt, Some(old), &mut new, &opts.field_manager, sub);
         if opts.dry_run {
             return Ok(render(rt, &new));
         }
@@ -550,6 +584,9 @@ impl Store {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
+        if sub == Subresource::Scale {
+            return self.patch_scale(rt, ns, name, kind, body, opts);
+        }
         if rt.create_only {
             return Err(ApiError::method_not_allowed(format!(
                 "{} only supports create",

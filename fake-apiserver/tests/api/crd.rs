@@ -254,3 +254,32 @@ async fn provisioning_request_config_gets_the_default_retry_strategy() {
         json!({"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800})
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_crd_scale_subresource_follows_its_paths() {
+    let crd = WIDGETS.replace(
+        "subresources: {status: {}}",
+        "subresources: {status: {}, scale: {specReplicasPath: .spec.size, statusReplicasPath: .status.ready, labelSelectorPath: .status.selector}}",
+    );
+    let s = fake_apiserver::FakeApiServer::builder()
+        .crds_yaml("widgets.yaml", crd)
+        .build()
+        .expect("server");
+    let api = widgets(s.client());
+    api.create(&PostParams::default(), &widget("w1", 3))
+        .await
+        .expect("create");
+    let scale = api.get_scale("w1").await.expect("get scale");
+    assert_eq!(scale.spec.and_then(|s| s.replicas), Some(3));
+    api.patch_scale(
+        "w1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 7}})),
+    )
+    .await
+    .expect("patch scale");
+    assert_eq!(
+        api.get("w1").await.expect("get").data["spec"]["size"],
+        json!(7)
+    );
+}

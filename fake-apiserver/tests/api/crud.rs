@@ -1150,41 +1150,116 @@ async fn strategic_merge_patch_on_a_custom_resource_is_unsupported() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn server_side_apply_answers_unsupported_media_type_for_now() {
+async fn server_side_apply_creates_tracks_owners_and_reports_conflicts() {
     let s = server();
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
-    let apply = |name: &str| {
-        Patch::Apply(json!({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name},
-            "data": {"k": "applied"},
-        }))
+    let apply = |value: &str| {
+        Patch::Apply(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": value}}),
+        )
     };
-    cms.create(&PostParams::default(), &configmap("x", &[("k", "v")]))
+    // Apply creates a missing object and records who owns what.
+    let created = cms
+        .patch("x", &PatchParams::apply("alpha"), &apply("a"))
         .await
-        .expect("create");
+        .expect("apply creates");
+    let entry = &created
+        .metadata
+        .managed_fields
+        .as_ref()
+        .expect("managedFields")[0];
+    assert_eq!(
+        (entry.manager.as_deref(), entry.operation.as_deref()),
+        (Some("alpha"), Some("Apply"))
+    );
+    assert_eq!(
+        serde_json::to_value(&entry.fields_v1).expect("fieldsV1"),
+        json!({"f:data": {"f:k": {}}})
+    );
+    // Another manager applying another value conflicts, naming the owner and the field.
     let err = api_err(
-        cms.patch("x", &PatchParams::apply("tollgate-test"), &apply("x"))
+        cms.patch("x", &PatchParams::apply("beta"), &apply("b"))
             .await,
     );
-    assert_eq!(err.code, 415, "apply to an existing object: {err:?}");
-    // A real server never answers 404 to an apply (it creates the missing object); until apply
-    // is supported the answer must be the same 415.
-    let err = api_err(
-        cms.patch(
-            "missing",
-            &PatchParams::apply("tollgate-test"),
-            &apply("missing"),
-        )
-        .await,
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        err.message,
+        "Apply failed with 1 conflict: conflict with \"alpha\": .data.k"
     );
-    assert_eq!(err.code, 415, "apply to a missing object: {err:?}");
+    let cause = &err.details.expect("details").causes[0];
+    assert_eq!(
+        (cause.reason.as_str(), cause.field.as_str()),
+        ("FieldManagerConflict", ".data.k")
+    );
+    // Forcing takes the field over.
+    let forced = cms
+        .patch("x", &PatchParams::apply("beta").force(), &apply("b"))
+        .await
+        .expect("forced apply");
+    assert_eq!(
+        forced.data.and_then(|d| d.get("k").cloned()).as_deref(),
+        Some("b")
+    );
+    let owners: Vec<String> = forced
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(
+        owners,
+        vec!["beta".to_string()],
+        "alpha lost its only field"
+    );
+    // Apply needs a field manager.
+    let (code, body) = raw(
+        &s,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/x",
+        "application/apply-patch+yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
 }
 
-// ---------------------------------------------------------------------------------------------
-// Failures and their Status bodies
-// ---------------------------------------------------------------------------------------------
+#[tokio::test(start_paused = true)]
+async fn server_side_apply_on_status_writes_only_status() {
+    use k8s_openapi::api::batch::v1::Job;
+    let s = server();
+    let jobs: Api<Job> = Api::namespaced(s.client(), "default");
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i"}]}}}
+    }))
+    .expect("job");
+    jobs.create(&PostParams::default(), &job)
+        .await
+        .expect("create");
+    let applied = jobs
+        .patch_status(
+            "j",
+            &PatchParams::apply("job-controller").force(),
+            &Patch::Apply(json!({"apiVersion": "batch/v1", "kind": "Job", "status": {"active": 1}, "spec": {"parallelism": 9}})),
+        )
+        .await
+        .expect("status apply");
+    assert_eq!(applied.status.and_then(|s| s.active), Some(1));
+    assert_eq!(
+        applied.spec.and_then(|s| s.parallelism),
+        Some(1),
+        "spec is not touched through /status"
+    );
+    let entry = applied
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .find(|m| m.manager.as_deref() == Some("job-controller"))
+        .expect("the status manager is recorded");
+    assert_eq!(entry.subresource.as_deref(), Some("status"));
+}
 
 #[tokio::test(start_paused = true)]
 async fn create_with_an_existing_name_is_already_exists() {
@@ -1276,4 +1351,58 @@ async fn create_into_a_missing_namespace_is_not_found() {
     let details = err.details.expect("details");
     assert_eq!(details.name, "nope");
     assert_eq!(details.kind, "namespaces");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_scale_subresource_reads_and_writes_replicas() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let s = server();
+    let deploys: Api<Deployment> = Api::namespaced(s.client(), "default");
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}
+    }))
+    .expect("deployment");
+    deploys
+        .create(&PostParams::default(), &d)
+        .await
+        .expect("create");
+    let scale = deploys.get_scale("web").await.expect("get scale");
+    assert_eq!(scale.spec.and_then(|s| s.replicas), Some(2));
+    assert_eq!(
+        scale.status.and_then(|s| s.selector).as_deref(),
+        Some("app=web")
+    );
+
+    let patched = deploys
+        .patch_scale(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .expect("patch scale");
+    assert_eq!(patched.spec.and_then(|s| s.replicas), Some(5));
+    let after = deploys.get("web").await.expect("get");
+    assert_eq!(after.spec.replicas, Some(5));
+    assert_eq!(
+        after.metadata.generation,
+        Some(2),
+        "a replica change is a spec change"
+    );
+
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    cms.create(&PostParams::default(), &configmap("c", &[]))
+        .await
+        .expect("create");
+    let (code, _) = raw(
+        &s,
+        "GET",
+        "/api/v1/namespaces/default/configmaps/c/scale",
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(code, 404, "kinds without replicas have no /scale");
 }

@@ -336,3 +336,42 @@ async fn a_crd_whose_cel_rule_does_not_compile_is_refused() {
         .expect("refused");
     assert!(err.to_string().contains("spec.versions[0].schema"), "{err}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn deployment_and_event_tables_have_their_real_columns() {
+    let s = server();
+    let (code, _) = raw(
+        &s,
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        "application/json",
+        r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}"#,
+    )
+    .await;
+    assert_eq!(code, 201);
+    let (_, _, table) = get_as(&s, "/apis/apps/v1/namespaces/default/deployments", TABLE).await;
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        columns,
+        vec!["Name", "Ready", "Up-to-date", "Available", "Age"]
+    );
+    let cells = table["rows"][0]["cells"].as_array().expect("cells");
+    assert_eq!(cells[..4], [json!("web"), json!("0/3"), json!(0), json!(0)]);
+
+    let (_, _, events) = get_as(&s, "/api/v1/namespaces/default/events", TABLE).await;
+    let columns: Vec<&str> = events["columnDefinitions"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        columns,
+        vec!["Last Seen", "Type", "Reason", "Object", "Message"]
+    );
+}

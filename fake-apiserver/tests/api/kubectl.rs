@@ -86,6 +86,17 @@ async fn kubectl_create_apply_get_patch_label_wait_and_delete_work() {
         assert!(ok(&kc, &["get", "cm", "app", "-o", "yaml"], None).contains("mode: slow"));
         assert!(ok(&kc, &["get", "cm", "app", "-o", "json"], None).contains("\"mode\": \"slow\""));
 
+        // Server-side apply round-trips; another manager's different value conflicts until forced.
+        let ssa = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  k: one\n";
+        assert_eq!(ok(&kc, &["apply", "--server-side", "-f", "-"], Some(ssa)).trim(), "configmap/ssa serverside-applied");
+        assert_eq!(ok(&kc, &["apply", "--server-side", "-f", "-"], Some(ssa)).trim(), "configmap/ssa serverside-applied");
+        let other = ssa.replace("one", "two");
+        let conflict = run(&kc, &["apply", "--server-side", "--field-manager=other", "-f", "-"], Some(&other));
+        assert!(!conflict.status.success());
+        assert!(String::from_utf8_lossy(&conflict.stderr).contains("conflict with \"kubectl\""), "{}", String::from_utf8_lossy(&conflict.stderr));
+        ok(&kc, &["apply", "--server-side", "--force-conflicts", "--field-manager=other", "-f", "-"], Some(&other));
+        assert_eq!(ok(&kc, &["get", "cm", "ssa", "-o", "jsonpath={.data.k}"], None), "two");
+
         // patch, label, annotate.
         ok(&kc, &["patch", "cm", "app", "-p", r#"{"data":{"extra":"1"}}"#], None);
         ok(&kc, &["patch", "cm", "app", "--type", "merge", "-p", r#"{"data":{"merged":"1"}}"#], None);

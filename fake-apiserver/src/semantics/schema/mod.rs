@@ -121,6 +121,23 @@ impl Schema {
         Ok(Schema { root })
     }
 
+    /// How the list at `path` (object keys only; list items are looked through) merges: `Some(keys)`
+    /// for a map list, `Some([])` for a set, `None` for an atomic list or a path the schema lacks.
+    pub fn list_keys(&self, path: &[&str]) -> Option<Vec<String>> {
+        let mut node = &self.root;
+        for key in path {
+            while let Some(items) = node.items.as_deref() {
+                node = items;
+            }
+            node = node.child(key)?;
+        }
+        match node.list_type {
+            Some(ListType::Map) => Some(node.list_map_keys.clone()),
+            Some(ListType::Set) => Some(Vec::new()),
+            _ => None,
+        }
+    }
+
     /// Drops fields the schema does not know (unless `x-kubernetes-preserve-unknown-fields`).
     /// `apiVersion` and `kind` at the root (and in embedded resources) are kept; `metadata`
     /// there is reduced to ObjectMeta's own fields, like the real server's ObjectMeta coercion.
