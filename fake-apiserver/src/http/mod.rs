@@ -384,13 +384,15 @@ impl View {
 fn written(
     shared: &Shared,
     code: u16,
+    mut warnings: Vec<String>,
     write: impl FnOnce(&mut Store) -> ApiResult<Value>,
 ) -> ApiResult<Response<ResponseBody>> {
-    let (result, warnings) = {
+    let result = {
         let mut store = shared.store();
         store.take_warnings();
         let result = write(&mut store);
-        (result, store.take_warnings())
+        warnings.extend(store.take_warnings());
+        result
     };
     let mut resp = json_response(code, &result?);
     for w in warnings {
@@ -400,6 +402,37 @@ fn written(
         }
     }
     Ok(resp)
+}
+
+/// Fields a JSON body names twice: refused under Strict, warned about under Warn (serde keeps the last).
+fn duplicates(
+    rt: &ResourceType,
+    content_type: &str,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> ApiResult<Vec<String>> {
+    use crate::store::FieldValidation;
+    let json = matches!(
+        content_type.split(';').next().unwrap_or("").trim(),
+        "" | "application/json" | "*/*"
+    );
+    if !json || opts.field_validation == FieldValidation::Ignore {
+        return Ok(Vec::new());
+    }
+    let named: Vec<String> = crate::semantics::meta::duplicate_fields(body)
+        .iter()
+        .map(|f| format!("duplicate field \"{f}\""))
+        .collect();
+    if opts.field_validation == FieldValidation::Strict && !named.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+            rt.kind,
+            rt.version,
+            rt.kind,
+            named.join(", ")
+        )));
+    }
+    Ok(named)
 }
 
 fn field_validation(query: &Query, options: &str) -> ApiResult<crate::store::FieldValidation> {
@@ -579,12 +612,16 @@ async fn serve_resource(
         (&Method::POST, None) if sub == Subresource::Main => {
             let obj = decode_body(&rt, content_type, body)?;
             let opts = write(Some(&obj), "CreateOptions")?;
-            written(shared, 201, |store| store.create(&rt, &ns, obj, &opts))
+            let warnings = duplicates(&rt, content_type, body, &opts)?;
+            written(shared, 201, warnings, |store| {
+                store.create(&rt, &ns, obj, &opts)
+            })
         }
         (&Method::PUT, Some(name)) => {
             let obj = decode_body(&rt, content_type, body)?;
             let opts = write(Some(&obj), "UpdateOptions")?;
-            written(shared, 200, |store| {
+            let warnings = duplicates(&rt, content_type, body, &opts)?;
+            written(shared, 200, warnings, |store| {
                 store.update(&rt, &ns, &name, obj, sub, &opts)
             })
         }
@@ -597,11 +634,14 @@ async fn serve_resource(
                 opts.field_manager = query.get("fieldManager").unwrap_or("").to_string();
                 let exists = shared.store().get(&rt, &ns, &name).is_ok();
                 let force = query.flag("force");
-                return written(shared, if exists { 200 } else { 201 }, |store| {
-                    store.server_side_apply(&rt, &ns, &name, body, force, sub, &opts)
-                });
+                return written(
+                    shared,
+                    if exists { 200 } else { 201 },
+                    Vec::new(),
+                    |store| store.server_side_apply(&rt, &ns, &name, body, force, sub, &opts),
+                );
             }
-            written(shared, 200, |store| {
+            written(shared, 200, Vec::new(), |store| {
                 store.patch(&rt, &ns, &name, kind, body, sub, &opts)
             })
         }

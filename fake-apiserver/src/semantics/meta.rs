@@ -100,6 +100,88 @@ fn collect_unknown(input: &Value, known: &Value, path: String, out: &mut Vec<Str
     }
 }
 
+/// The fields a JSON document names twice in one object, as dotted paths (the real server's strict
+/// decoding refuses them; serde would silently keep the last).
+pub fn duplicate_fields(json: &[u8]) -> Vec<String> {
+    use serde::de::DeserializeSeed;
+    let found = std::cell::RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let _ = DupScan {
+        path: String::new(),
+        found: &found,
+    }
+    .deserialize(&mut de);
+    found.into_inner()
+}
+
+struct DupScan<'a> {
+    path: String,
+    found: &'a std::cell::RefCell<Vec<String>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for DupScan<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for DupScan<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() {
+                key.clone()
+            } else {
+                format!("{}.{key}", self.path)
+            };
+            if !seen.insert(key) {
+                self.found.borrow_mut().push(path.clone());
+            }
+            map.next_value_seed(DupScan {
+                path,
+                found: self.found,
+            })?;
+        }
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while seq
+            .next_element_seed(DupScan {
+                path: format!("{}[{i}]", self.path),
+                found: self.found,
+            })?
+            .is_some()
+        {
+            i += 1;
+        }
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
 /// Remove the given dotted paths (as [`unknown_fields`] names them) from `obj`.
 pub fn remove_fields(obj: &mut Value, paths: &[String]) {
     for path in paths {
@@ -252,6 +334,13 @@ mod tests {
             pruned,
             json!({"a": 1, "spec": {"x": [{"k": 1}], "nil": null}})
         );
+    }
+
+    #[test]
+    fn duplicate_fields_are_found_at_any_depth() {
+        let body = br#"{"a":1,"a":2,"spec":{"items":[{"k":1,"k":2}]}}"#;
+        assert_eq!(duplicate_fields(body), vec!["a", "spec.items[0].k"]);
+        assert!(duplicate_fields(br#"{"a":{"b":1},"c":{"b":2}}"#).is_empty());
     }
 
     #[test]

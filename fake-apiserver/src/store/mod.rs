@@ -390,5 +390,10 @@ pub fn render(rt: &ResourceType, stored: &Value) -> Value {
     };
     out["apiVersion"] = json!(rt.api_version());
     out["kind"] = json!(rt.kind);
+    // Like the real server, schema defaults also apply on read: objects stored before a default was
+    // added to the CRD show it.
+    if let Some(schema) = &rt.structural {
+        schema.apply_defaults(&mut out);
+    }
     out
 }

@@ -283,3 +283,24 @@ async fn a_crd_scale_subresource_follows_its_paths() {
         json!(7)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn schema_defaults_also_apply_on_read() {
+    let s = fake_apiserver::FakeApiServer::builder()
+        .crds_yaml("widgets.yaml", WIDGETS)
+        .build()
+        .expect("server");
+    let api = widgets(s.client());
+    api.create(&PostParams::default(), &widget("old", 1))
+        .await
+        .expect("create before the default exists");
+    let with_default = WIDGETS.replace(
+        "openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}",
+        "openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {color: {type: string, default: blue}}}}}",
+    );
+    assert_ne!(with_default, WIDGETS);
+    s.install_crds("widgets-v2.yaml", &with_default)
+        .expect("update the CRD");
+    let read = api.get("old").await.expect("get");
+    assert_eq!(read.data["spec"]["color"], json!("blue"));
+}

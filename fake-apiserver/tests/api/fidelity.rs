@@ -375,3 +375,37 @@ async fn deployment_and_event_tables_have_their_real_columns() {
         vec!["Last Seen", "Type", "Reason", "Object", "Message"]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn duplicate_fields_are_refused_under_strict_and_warned_about_otherwise() {
+    let s = server();
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"},"data":{"a":"1","a":"2"}}"#;
+    let (code, err) = raw(
+        &s,
+        "POST",
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        "application/json",
+        body,
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert_eq!(
+        err["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"data.a\""
+    );
+    let req = http::Request::post("/api/v1/namespaces/default/configmaps")
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            body.as_bytes(),
+        )))
+        .expect("request");
+    let resp = s.service().oneshot(req).await.expect("answer");
+    assert_eq!(resp.status(), 201);
+    let warning = resp
+        .headers()
+        .get("warning")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    assert_eq!(warning, r#"299 - "duplicate field \"data.a\"""#);
+}

@@ -146,6 +146,43 @@ async fn kubectl_works_with_custom_resources() {
             "{table}"
         );
 
+        assert!(ok(&kc, &["describe", "gadget", "g1"], None).contains("Size:  3"));
+
+        // get -w prints the table, then each change as a row.
+        let mut watch = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kc)
+            .args(["get", "gadgets", "-w"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("kubectl get -w starts");
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(
+            watch.stdout.take().expect("stdout"),
+        ));
+        let mut next = || lines.next().and_then(Result::ok).unwrap_or_default();
+        assert!(next().starts_with("NAME"), "header first");
+        assert!(next().starts_with("g1"), "the existing gadget");
+        ok(
+            &kc,
+            &[
+                "patch",
+                "gadget",
+                "g1",
+                "--type=merge",
+                "-p",
+                r#"{"spec":{"size":4}}"#,
+            ],
+            None,
+        );
+        let row = next();
+        assert!(
+            row.starts_with("g1") && row.contains(" 4 "),
+            "the change arrives as a row: {row}"
+        );
+        let _ = watch.kill();
+        let _ = watch.wait();
+
         let explain = ok(&kc, &["explain", "gadgets.spec"], None);
         assert!(explain.contains("How big the gadget is."), "{explain}");
 
