@@ -16,7 +16,8 @@ pub enum CauseReason {
 }
 
 impl CauseReason {
-    fn as_str(self) -> &'static str {
+    /// The reason as a Status cause spells it.
+    pub fn as_str(self) -> &'static str {
         match self {
             CauseReason::Invalid => "FieldValueInvalid",
             CauseReason::Required => "FieldValueRequired",

@@ -38,6 +38,24 @@ async fn get_as(
     )
 }
 
+/// POST a raw JSON body without fieldValidation (so Warn): (status, the Warning header).
+async fn post_warned(s: &fake_apiserver::FakeApiServer, body: &'static str) -> (u16, String) {
+    let req = http::Request::post("/api/v1/namespaces/default/configmaps")
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            body.as_bytes(),
+        )))
+        .expect("request");
+    let resp = s.service().oneshot(req).await.expect("answer");
+    let warning = resp
+        .headers()
+        .get("warning")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    (resp.status().as_u16(), warning)
+}
+
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 
 #[tokio::test(start_paused = true)]
@@ -178,20 +196,8 @@ async fn field_validation_strict_refuses_and_warn_drops_unknown_fields() {
         err["message"],
         "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
     );
-    let req = http::Request::post("/api/v1/namespaces/default/configmaps")
-        .header("content-type", "application/json")
-        .body(http_body_util::Full::new(bytes::Bytes::from_static(
-            body.as_bytes(),
-        )))
-        .expect("request");
-    let resp = s.service().oneshot(req).await.expect("answer");
-    assert_eq!(resp.status(), 201);
-    let warning = resp
-        .headers()
-        .get("warning")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let (code, warning) = post_warned(&s, body).await;
+    assert_eq!(code, 201);
     assert_eq!(warning, r#"299 - "unknown field \"bogus\"""#);
     let (_, stored) = raw(&s, "GET", "/api/v1/namespaces/default/configmaps/x", "", "").await;
     assert!(stored.get("bogus").is_none(), "unknown fields are dropped");
@@ -393,19 +399,7 @@ async fn duplicate_fields_are_refused_under_strict_and_warned_about_otherwise() 
         err["message"],
         "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"data.a\""
     );
-    let req = http::Request::post("/api/v1/namespaces/default/configmaps")
-        .header("content-type", "application/json")
-        .body(http_body_util::Full::new(bytes::Bytes::from_static(
-            body.as_bytes(),
-        )))
-        .expect("request");
-    let resp = s.service().oneshot(req).await.expect("answer");
-    assert_eq!(resp.status(), 201);
-    let warning = resp
-        .headers()
-        .get("warning")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let (code, warning) = post_warned(&s, body).await;
+    assert_eq!(code, 201);
     assert_eq!(warning, r#"299 - "duplicate field \"data.a\"""#);
 }

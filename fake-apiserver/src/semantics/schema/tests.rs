@@ -20,16 +20,7 @@ fn check(spec_schema: Value, spec: Value) -> Vec<String> {
 }
 
 fn reason(r: CauseReason) -> &'static str {
-    match r {
-        CauseReason::Invalid => "FieldValueInvalid",
-        CauseReason::Required => "FieldValueRequired",
-        CauseReason::Forbidden => "FieldValueForbidden",
-        CauseReason::Duplicate => "FieldValueDuplicate",
-        CauseReason::NotSupported => "FieldValueNotSupported",
-        CauseReason::TooLong => "FieldValueTooLong",
-        CauseReason::TypeInvalid => "FieldValueTypeInvalid",
-        CauseReason::TooMany => "FieldValueTooMany",
-    }
+    r.as_str()
 }
 
 fn render(errs: Vec<crate::error::FieldCause>) -> Vec<String> {
