@@ -206,16 +206,7 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
     n.min_properties = u64_of("minProperties");
     n.max_properties = u64_of("maxProperties");
     n.enumeration = m.get("enum").and_then(Value::as_array).cloned();
-    n.required = m
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    n.required = strings_of(m, "required");
     if let Some(p) = str_of("pattern") {
         let re = regex::Regex::new(p).map_err(|e| {
             format!("{path}.pattern: Invalid value: {p:?}: must be a valid regular expression, but isn't: {e}")
@@ -233,16 +224,7 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
             ));
         }
     };
-    n.list_map_keys = m
-        .get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    n.list_map_keys = strings_of(m, "x-kubernetes-list-map-keys");
     if n.list_type == Some(ListType::Map) && n.list_map_keys.is_empty() {
         return Err(format!(
             "{path}.x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map"
@@ -282,4 +264,17 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
         n.default = Some(d);
     }
     Ok(n)
+}
+
+/// The strings of an array-of-strings keyword (`required`, `x-kubernetes-list-map-keys`).
+fn strings_of(m: &serde_json::Map<String, Value>, key: &str) -> Vec<String> {
+    m.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
