@@ -154,6 +154,21 @@ fn job_completions(o: &Value, _: Timestamp) -> Value {
     }
 }
 
+/// How long a job ran (or has been running): completion minus start, or now minus start.
+fn job_duration(o: &Value, now: Timestamp) -> Value {
+    let Some(start) = o["status"]["startTime"]
+        .as_str()
+        .and_then(|s| s.parse::<Timestamp>().ok())
+    else {
+        return json!("");
+    };
+    let end = o["status"]["completionTime"]
+        .as_str()
+        .and_then(|s| s.parse::<Timestamp>().ok())
+        .unwrap_or(now);
+    json!(human_age(&json!(start.to_string()), end))
+}
+
 fn service_ports(o: &Value, _: Timestamp) -> Value {
     let ports: Vec<String> = o["spec"]["ports"]
         .as_array()
@@ -363,6 +378,7 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
             col("Name", name),
             col("Status", job_status),
             col("Completions", job_completions),
+            col("Duration", job_duration),
             col("Age", age),
         ],
         ("coordination.k8s.io", "leases") => vec![
@@ -428,9 +444,11 @@ pub fn table(
     continue_token: Option<&str>,
     now: Timestamp,
 ) -> Value {
-    let (definitions, rows): (Vec<Value>, Vec<Value>) = match printer_columns
+    // A CRD without printer columns gets Name and Age, like the built-in default.
+    let custom_columns = printer_columns
         .and_then(Value::as_array)
-    {
+        .filter(|c| !c.is_empty());
+    let (definitions, rows): (Vec<Value>, Vec<Value>) = match custom_columns {
         Some(custom) => {
             let mut defs = vec![
                 json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}),
@@ -442,26 +460,23 @@ pub fn table(
                     "priority": c.get("priority").cloned().unwrap_or(json!(0)),
                 })
             }));
-            let has_age = custom
-                .iter()
-                .any(|c| c["jsonPath"] == json!(".metadata.creationTimestamp"));
-            if !has_age {
-                defs.push(json!({"name": "Age", "type": "date", "format": "", "description": "", "priority": 0}));
-            }
             let rows = objects
                 .iter()
                 .map(|o| {
                     let mut cells = vec![o["metadata"]["name"].clone()];
                     cells.extend(custom.iter().map(|c| {
-                        c["jsonPath"]
+                        let value = c["jsonPath"]
                             .as_str()
                             .and_then(|p| json_path(o, p))
                             .cloned()
-                            .unwrap_or(Value::Null)
+                            .unwrap_or(Value::Null);
+                        // Like the real server, date columns are shown as ages ("5m").
+                        if c["type"] == json!("date") && value.is_string() {
+                            json!(human_age(&value, now))
+                        } else {
+                            value
+                        }
                     }));
-                    if !has_age {
-                        cells.push(o["metadata"]["creationTimestamp"].clone());
-                    }
                     row(o, cells)
                 })
                 .collect();

@@ -82,8 +82,15 @@ impl Store {
         }
         let mut applied: Value = serde_yaml::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-        if !applied.is_object() {
-            return Err(ApiError::bad_request("an apply patch must be an object"));
+        if !applied.is_object() || applied.get("metadata").is_some_and(|m| !m.is_object()) {
+            return Err(ApiError::bad_request(
+                "an apply patch must be an object, with metadata an object",
+            ));
+        }
+        if sub == Subresource::Scale {
+            return Err(ApiError::unsupported_media_type(
+                "server-side apply to /scale is not supported by this server: use a merge or JSON patch",
+            ));
         }
         if applied["metadata"]["name"]
             .as_str()
@@ -113,6 +120,9 @@ impl Store {
             _ => {}
         }
         let live = self.get(rt, ns, name).ok();
+        if live.is_none() && sub == Subresource::Status {
+            return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+        }
         let now = self.clock.now_rfc3339();
         let merged = apply(
             live.as_ref(),
@@ -138,6 +148,12 @@ impl Store {
                 ApiError { details: Some(json!({"causes": causes})), ..ApiError::new(409, "Conflict", conflict_message(&conflicts)) }
             }
         })?;
+        // An apply that changes nothing but the time of its managedFields entry is no write at all.
+        if let Some(live) = &live
+            && without_times(&merged) == without_times(live)
+        {
+            return Ok(live.clone());
+        }
         // The apply already recorded its ownership; the write itself must not record an Update.
         let no_record = WriteOptions {
             field_manager: String::new(),
@@ -156,4 +172,18 @@ impl Store {
         }
         .map(|v| render(rt, &v))
     }
+}
+
+/// The object with the times of its managedFields entries left out.
+fn without_times(obj: &Value) -> Value {
+    let mut copy = obj.clone();
+    if let Some(entries) = copy["metadata"]
+        .get_mut("managedFields")
+        .and_then(Value::as_array_mut)
+    {
+        for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
+            entry.remove("time");
+        }
+    }
+    copy
 }

@@ -1225,6 +1225,55 @@ async fn server_side_apply_creates_tracks_owners_and_reports_conflicts() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn reapplying_the_same_configuration_changes_nothing() {
+    let s = server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let apply = Patch::Apply(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": "v"}}),
+    );
+    let first = cms
+        .patch("x", &PatchParams::apply("alpha"), &apply)
+        .await
+        .expect("apply");
+    tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+    let second = cms
+        .patch("x", &PatchParams::apply("alpha"), &apply)
+        .await
+        .expect("apply again");
+    assert_eq!(
+        first.metadata.resource_version,
+        second.metadata.resource_version
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_apply_bodies_are_refused_cleanly() {
+    let s = server();
+    let (code, body) = raw(
+        &s,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/x?fieldManager=m",
+        "application/apply-patch+yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: just-a-string\n",
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    let (code, _) = raw(
+        &s,
+        "PATCH",
+        "/apis/batch/v1/namespaces/default/jobs/missing/status?fieldManager=m",
+        "application/apply-patch+yaml",
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: missing}\nstatus: {active: 1}\n",
+    )
+    .await;
+    assert_eq!(code, 404, "apply on /status does not create");
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    cms.create(&PostParams::default(), &configmap("after", &[]))
+        .await
+        .expect("the server still answers");
+}
+
+#[tokio::test(start_paused = true)]
 async fn server_side_apply_on_status_writes_only_status() {
     use k8s_openapi::api::batch::v1::Job;
     let s = server();

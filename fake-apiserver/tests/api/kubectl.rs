@@ -54,6 +54,7 @@ spec:
     subresources: {status: {}}
     additionalPrinterColumns:
     - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
     schema:
       openAPIV3Schema:
         type: object
