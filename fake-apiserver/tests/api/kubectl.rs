@@ -216,3 +216,46 @@ async fn kubectl_works_with_custom_resources() {
     .await
     .expect("kubectl thread");
 }
+
+const DEPLOYMENT: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: nginx
+        env:
+        - {name: A, value: "1"}
+        - {name: B, value: "2"}
+      - name: sidecar
+        image: busybox
+"#;
+
+#[tokio::test]
+async fn client_side_apply_removes_list_entries_dropped_from_the_manifest() {
+    let Some(_) = kubectl() else { return };
+    let served = Served::start().await;
+    let kc = served.kubeconfig();
+    tokio::task::spawn_blocking(move || {
+        ok(&kc, &["apply", "-f", "-"], Some(DEPLOYMENT));
+        let trimmed = DEPLOYMENT
+            .replace("        - {name: B, value: \"2\"}\n", "")
+            .replace("      - name: sidecar\n        image: busybox\n", "");
+        assert_ne!(trimmed, DEPLOYMENT);
+        ok(&kc, &["apply", "-f", "-"], Some(&trimmed));
+        let names = ok(
+            &kc,
+            &["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[*].name}/{.spec.template.spec.containers[0].env[*].name}"],
+            None,
+        );
+        assert_eq!(names, "app/A", "the dropped container and env var are gone");
+    })
+    .await
+    .expect("kubectl thread");
+}
