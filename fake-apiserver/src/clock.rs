@@ -63,12 +63,6 @@ impl Clock {
     pub async fn sleep_until(&self, deadline: tokio::time::Instant) {
         tokio::time::sleep_until(deadline).await
     }
-
-    /// Time elapsed on this clock since `earlier` (zero if `earlier` is in the future).
-    pub fn since(&self, earlier: Timestamp) -> Duration {
-        let d = self.now().duration_since(earlier);
-        Duration::try_from(d).unwrap_or(Duration::ZERO)
-    }
 }
 
 pub fn format_time(t: Timestamp) -> String {

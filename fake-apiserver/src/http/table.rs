@@ -78,6 +78,15 @@ fn age(o: &Value, now: Timestamp) -> Value {
     json!(human_age(&o["metadata"]["creationTimestamp"], now))
 }
 
+/// "ready/desired" replicas, as Deployments and StatefulSets show them.
+fn ready_of_replicas(o: &Value, _: Timestamp) -> Value {
+    json!(format!(
+        "{}/{}",
+        int(&o["status"]["readyReplicas"]),
+        int(&o["spec"]["replicas"])
+    ))
+}
+
 fn int(v: &Value) -> i64 {
     v.as_i64().unwrap_or(0)
 }
@@ -303,13 +312,7 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
         ],
         ("apps", "deployments") => vec![
             col("Name", name),
-            col("Ready", |o, _| {
-                json!(format!(
-                    "{}/{}",
-                    int(&o["status"]["readyReplicas"]),
-                    int(&o["spec"]["replicas"])
-                ))
-            }),
+            col("Ready", ready_of_replicas),
             Column {
                 kind: "integer",
                 ..col("Up-to-date", |o, _| {
@@ -326,13 +329,7 @@ fn columns(rt: &ResourceType) -> Vec<Column> {
         ],
         ("apps", "statefulsets") => vec![
             col("Name", name),
-            col("Ready", |o, _| {
-                json!(format!(
-                    "{}/{}",
-                    int(&o["status"]["readyReplicas"]),
-                    int(&o["spec"]["replicas"])
-                ))
-            }),
+            col("Ready", ready_of_replicas),
             col("Age", age),
         ],
         ("apps", "replicasets") => vec![

@@ -239,15 +239,6 @@ impl Store {
         self.rv
     }
 
-    /// How many objects are stored.
-    pub fn len(&self) -> usize {
-        self.objects.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
-    }
-
     /// What a fresh cluster holds: the default namespaces (each with its default ServiceAccount) and
     /// the `kubernetes` Service.
     fn bootstrap(&mut self) {

@@ -38,6 +38,18 @@ async fn get_as(
     )
 }
 
+/// POST a raw JSON ConfigMap with `fieldValidation=Strict`: (status, body).
+async fn post_strict(s: &fake_apiserver::FakeApiServer, body: &'static str) -> (u16, Value) {
+    raw(
+        s,
+        "POST",
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        "application/json",
+        body,
+    )
+    .await
+}
+
 /// POST a raw JSON body without fieldValidation (so Warn): (status, the Warning header).
 async fn post_warned(s: &fake_apiserver::FakeApiServer, body: &'static str) -> (u16, String) {
     let req = http::Request::post("/api/v1/namespaces/default/configmaps")
@@ -183,14 +195,7 @@ async fn metadata_only_answers_for_metadata_clients() {
 async fn field_validation_strict_refuses_and_warn_drops_unknown_fields() {
     let s = server();
     let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"bogus":1,"data":{"a":"b"}}"#;
-    let (code, err) = raw(
-        &s,
-        "POST",
-        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
-        "application/json",
-        body,
-    )
-    .await;
+    let (code, err) = post_strict(&s, body).await;
     assert_eq!(code, 400);
     assert_eq!(
         err["message"],
@@ -390,14 +395,7 @@ async fn deployment_and_event_tables_have_their_real_columns() {
 async fn duplicate_fields_are_refused_under_strict_and_warned_about_otherwise() {
     let s = server();
     let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"},"data":{"a":"1","a":"2"}}"#;
-    let (code, err) = raw(
-        &s,
-        "POST",
-        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
-        "application/json",
-        body,
-    )
-    .await;
+    let (code, err) = post_strict(&s, body).await;
     assert_eq!(code, 400);
     assert_eq!(
         err["message"],
