@@ -41,6 +41,27 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
     crds
 }
 
+/// The checked-in CRD files (`api/crds/`), as `(file name, YAML)`, built into the binary. Cheaper
+/// than [`all_crds`] plus [`render_crd`], which generate schemas; a test keeps both the same.
+pub const CHECKED_IN_CRDS: [(&str, &str); 9] = [
+    crd_file!("admissionchecks.kueue.x-k8s.io.yaml"),
+    crd_file!("clusterqueues.kueue.x-k8s.io.yaml"),
+    crd_file!("localqueues.kueue.x-k8s.io.yaml"),
+    crd_file!("multikueueclusters.kueue.x-k8s.io.yaml"),
+    crd_file!("multikueueconfigs.kueue.x-k8s.io.yaml"),
+    crd_file!("provisioningrequestconfigs.kueue.x-k8s.io.yaml"),
+    crd_file!("provisioningrequests.autoscaling.x-k8s.io.yaml"),
+    crd_file!("resourceflavors.kueue.x-k8s.io.yaml"),
+    crd_file!("workloads.kueue.x-k8s.io.yaml"),
+];
+
+macro_rules! crd_file {
+    ($name:literal) => {
+        ($name, include_str!(concat!("../crds/", $name)))
+    };
+}
+use crd_file;
+
 /// The file name a CRD is checked in under: `<plural>.<group>.yaml`, i.e. its metadata.name plus `.yaml`.
 pub fn crd_file_name(crd: &CustomResourceDefinition) -> String {
     format!("{}.{}.yaml", crd.spec.names.plural, crd.spec.group)

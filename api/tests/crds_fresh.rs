@@ -58,3 +58,16 @@ fn rendered_yaml_parses_back_to_the_same_crd() {
         );
     }
 }
+
+#[test]
+fn the_built_in_copy_holds_every_generated_crd_as_generated() {
+    let built_in: Vec<(String, String)> = api::CHECKED_IN_CRDS
+        .iter()
+        .map(|(name, yaml)| (name.to_string(), yaml.to_string()))
+        .collect();
+    let generated: Vec<(String, String)> = api::all_crds()
+        .iter()
+        .map(|crd| (api::crd_file_name(crd), api::render_crd(crd)))
+        .collect();
+    assert_eq!(built_in, generated);
+}

@@ -35,3 +35,4 @@ pub use clock::Clock;
 pub use error::ApiError;
 pub use faults::{FaultRule, Faults, Verb};
 pub use server::{Builder, FakeApiServer, StartError, TcpServer};
+pub use store::{ChangeFeed, ChangeType, Observed};

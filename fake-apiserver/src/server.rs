@@ -168,6 +168,12 @@ impl FakeApiServer {
         self.shared.store().resource_version()
     }
 
+    /// A feed of every change from now on, in resourceVersion order, each with the virtual time it
+    /// was committed at. Observers see everything, whatever faults are injected into the API.
+    pub fn observe(&self) -> crate::store::ChangeFeed {
+        self.shared.store().observe()
+    }
+
     /// How many watch streams are open.
     pub fn watcher_count(&self) -> usize {
         let mut store = self.shared.store();

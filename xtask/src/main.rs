@@ -32,8 +32,18 @@ enum Command {
         #[arg(long = "crds")]
         crds: Vec<String>,
     },
-    /// Run the benchmarks (optimised build) and print their results as a Markdown table.
+    /// Run the benchmarks (optimised build) and print their results as Markdown tables: the fake
+    /// API server's, then the wall time of each scenario and of the whole suite.
     Bench,
+    /// Run the YAML scenarios in e2e/scenarios/ with a summary, comparing each trace with its
+    /// snapshot.
+    Scenarios {
+        /// Only scenarios whose file name contains this.
+        filter: Option<String>,
+        /// Write the traces as the new snapshots instead of failing when they differ.
+        #[arg(long)]
+        accept: bool,
+    },
     /// Regenerate checked-in code derived from dependencies (the built-in resource catalogue).
     Codegen {
         /// Only check that the checked-in files are up to date; exit non-zero if not.
@@ -86,6 +96,34 @@ fn main() -> anyhow::Result<()> {
                 "--bench",
                 "apiserver",
             ]);
+            run(cmd)?;
+            let mut cmd = cargo();
+            cmd.args([
+                "run",
+                "--quiet",
+                "--release",
+                "--package",
+                "e2e",
+                "--bin",
+                "scenarios",
+            ]);
+            cmd.args(["--", "--bench", "5"]);
+            run(cmd)
+        }
+        Command::Scenarios { filter, accept } => {
+            let mut cmd = cargo();
+            cmd.args([
+                "run",
+                "--quiet",
+                "--package",
+                "e2e",
+                "--bin",
+                "scenarios",
+                "--",
+            ]);
+            cmd.args(filter);
+            // insta reads this: `always` writes the snapshots, `no` only compares.
+            cmd.env("INSTA_UPDATE", if accept { "always" } else { "no" });
             run(cmd)
         }
         Command::Codegen { check } => codegen::run(check),

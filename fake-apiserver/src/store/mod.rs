@@ -4,6 +4,7 @@
 
 mod apply;
 mod lifecycle;
+mod observe;
 mod read;
 mod scale;
 mod watch;
@@ -21,6 +22,7 @@ use crate::catalog::{Catalog, ResourceType};
 use crate::clock::Clock;
 use crate::semantics::selectors::{FieldSelector, LabelSelector};
 
+pub use observe::{ChangeFeed, Observed};
 pub use read::ListPage;
 pub use watch::{WatchInit, WatchStart, bookmark as watch_bookmark};
 pub use write::Deleted;
@@ -184,6 +186,8 @@ pub struct Store {
     /// Changes up to and including this resourceVersion have left the history.
     compacted_rv: u64,
     watchers: HashMap<Arc<str>, Vec<mpsc::Sender<Arc<Change>>>>,
+    /// Subscribers to every change ([`Store::observe`]).
+    observers: Vec<mpsc::UnboundedSender<Observed>>,
     uids: HashMap<String, ObjKey>,
     /// owner uid -> objects naming it in ownerReferences.
     dependents: HashMap<String, BTreeSet<ObjKey>>,
@@ -210,6 +214,7 @@ impl Store {
             history: VecDeque::new(),
             compacted_rv: 0,
             watchers: HashMap::new(),
+            observers: Vec::new(),
             uids: HashMap::new(),
             dependents: HashMap::new(),
             pending: BTreeSet::new(),
@@ -320,6 +325,7 @@ impl Store {
         if let Some(list) = self.watchers.get_mut(&change.key.storage) {
             list.retain(|tx| tx.try_send(change.clone()).is_ok());
         }
+        self.tell_observers(&change);
         self.history.push_back(change);
         while self.history.len() > self.config.history_limit {
             if let Some(dropped) = self.history.pop_front() {

@@ -1,0 +1,188 @@
+//! `scenarios`: run the YAML scenarios with a readable summary, comparing each trace with its
+//! snapshot. `cargo xtask scenarios [FILTER] [--accept]` runs this binary; `INSTA_UPDATE=always`
+//! (what `--accept` sets) writes the new snapshots instead of failing.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use e2e::scenario::{Registry, load, run_blocking};
+use e2e::snapshot::{assert_trace, scenario_files, scenarios_dir, snapshots_dir};
+
+#[derive(Parser)]
+#[command(
+    name = "scenarios",
+    about = "Run Tollgate's YAML scenarios and compare their traces with the snapshots"
+)]
+struct Args {
+    /// Only scenarios whose file name contains this.
+    filter: Option<String>,
+    /// Where the scenarios are (their snapshots are in its `snapshots/`). Default: e2e/scenarios.
+    #[arg(long)]
+    dir: Option<std::path::PathBuf>,
+    /// Measure instead of checking: run each scenario this many times and print wall times as a
+    /// Markdown table (snapshots are not compared).
+    #[arg(long, value_name = "RUNS")]
+    bench: Option<usize>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let dir = args.dir.clone().unwrap_or_else(scenarios_dir);
+    let files = match scenario_files(&dir, args.filter.as_deref()) {
+        Ok(files) if !files.is_empty() => files,
+        Ok(_) => {
+            eprintln!(
+                "no scenarios in {} match {:?}",
+                dir.display(),
+                args.filter.unwrap_or_default()
+            );
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("reading {}: {e}", dir.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    // Every file is checked before any runs.
+    let mut scenarios = Vec::new();
+    for file in &files {
+        match load(file) {
+            Ok(s) => scenarios.push(s),
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    match args.bench {
+        Some(runs) => bench(&scenarios, runs.max(1)),
+        None => check(&scenarios, &snapshots_dir(&dir)),
+    }
+}
+
+fn check(scenarios: &[e2e::Scenario], snapshots: &std::path::Path) -> ExitCode {
+    let registry = Registry::standard();
+    let suite = Instant::now();
+    let mut failed = 0;
+    for scenario in scenarios {
+        let wall = Instant::now();
+        let outcome = match run_blocking(scenario, &registry) {
+            Ok(o) => o,
+            Err(e) => {
+                failed += 1;
+                println!("FAIL {}: {e}", scenario.name);
+                continue;
+            }
+        };
+        let wall = wall.elapsed();
+        if let Some(failure) = &outcome.failure {
+            failed += 1;
+            println!(
+                "FAIL {} ({})\n{failure}",
+                scenario.name,
+                timing(wall, outcome.elapsed)
+            );
+            continue;
+        }
+        // insta reports a differing snapshot by panicking, after printing the diff.
+        let compared = catch_unwind(AssertUnwindSafe(|| {
+            assert_trace(snapshots, scenario, &outcome.trace)
+        }));
+        let changes = outcome.trace.change_count();
+        match compared {
+            Ok(()) => println!(
+                "ok   {} ({}, {changes} changes)",
+                scenario.name,
+                timing(wall, outcome.elapsed)
+            ),
+            Err(_) => {
+                failed += 1;
+                println!(
+                    "FAIL {}: the trace differs from the snapshot (diff above)",
+                    scenario.name
+                );
+            }
+        }
+    }
+    println!(
+        "\n{} scenarios, {} passed, {failed} failed, in {:.0?}",
+        scenarios.len(),
+        scenarios.len() - failed,
+        suite.elapsed()
+    );
+    if failed > 0 {
+        println!("to accept changed traces as the new snapshots: cargo xtask scenarios --accept");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+fn timing(wall: Duration, virtual_time: Duration) -> String {
+    format!(
+        "{:.1} ms wall, {} virtual",
+        wall.as_secs_f64() * 1000.0,
+        e2e::scenario::duration::format_duration(virtual_time)
+    )
+}
+
+fn bench(scenarios: &[e2e::Scenario], runs: usize) -> ExitCode {
+    let registry = Registry::standard();
+    println!("| scenario | virtual time | wall, median of {runs} | wall, max |");
+    println!("| --- | --- | --- | --- |");
+    let mut suite = Vec::new();
+    let mut slowest = (Duration::ZERO, String::new());
+    for _ in 0..runs {
+        let start = Instant::now();
+        for scenario in scenarios {
+            let _ = run_blocking(scenario, &registry);
+        }
+        suite.push(start.elapsed());
+    }
+    for scenario in scenarios {
+        let mut walls = Vec::new();
+        let mut elapsed = Duration::ZERO;
+        for _ in 0..runs {
+            let start = Instant::now();
+            match run_blocking(scenario, &registry) {
+                Ok(outcome) if outcome.failure.is_none() => elapsed = outcome.elapsed,
+                Ok(outcome) => {
+                    eprintln!(
+                        "{} failed: {}",
+                        scenario.name,
+                        outcome.failure.map(|f| f.to_string()).unwrap_or_default()
+                    );
+                    return ExitCode::FAILURE;
+                }
+                Err(e) => {
+                    eprintln!("{}: {e}", scenario.name);
+                    return ExitCode::FAILURE;
+                }
+            }
+            walls.push(start.elapsed());
+        }
+        walls.sort();
+        let median = walls[walls.len() / 2];
+        let max = walls[walls.len() - 1];
+        if median > slowest.0 {
+            slowest = (median, scenario.name.clone());
+        }
+        println!(
+            "| {} | {} | {:.1} ms | {:.1} ms |",
+            scenario.name,
+            e2e::scenario::duration::format_duration(elapsed),
+            median.as_secs_f64() * 1000.0,
+            max.as_secs_f64() * 1000.0
+        );
+    }
+    suite.sort();
+    println!(
+        "\nwhole suite ({} scenarios), median of {runs}: {:.0} ms; slowest scenario: {} at {:.1} ms",
+        scenarios.len(),
+        suite[suite.len() / 2].as_secs_f64() * 1000.0,
+        slowest.1,
+        slowest.0.as_secs_f64() * 1000.0
+    );
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,19 @@
+//! Tollgate's scenario engine.
+//!
+//! - [`TestEnv`]: a fake API server with the project's CRDs and the components a test asks for,
+//!   in this process, on virtual time.
+//! - [`Cluster`]: what the engine needs of a cluster; [`EmbeddedCluster`] is the fake.
+//! - [`scenario`]: YAML scenario files, checked before they run, then run step by step.
+//! - [`trace`]: the deterministic record of what changed, compared as an `insta` snapshot.
+
+pub mod cluster;
+pub mod env;
+pub mod json;
+pub mod scenario;
+pub mod snapshot;
+pub mod trace;
+
+pub use cluster::{Cluster, EmbeddedCluster};
+pub use env::{Component, EnvError, TestEnv, TestEnvBuilder};
+pub use scenario::{Outcome, Registry, Scenario};
+pub use trace::Trace;
