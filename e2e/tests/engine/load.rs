@@ -119,3 +119,18 @@ fn files_are_read_relative_to_the_scenario() {
     assert_eq!(w.objects.len(), 2);
     assert_eq!(w.objects[1]["metadata"]["name"], "b");
 }
+
+#[test]
+fn the_readme_shows_a_real_scenario_file() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = &readme[readme.find("## Scenarios").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let shown = &section[start..start + section[start..].find("```\n").unwrap()];
+    let file =
+        std::fs::read_to_string(root.join("e2e/scenarios/finalizer-holds-deletion.yaml")).unwrap();
+    assert_eq!(
+        shown, file,
+        "README.md's scenario differs from e2e/scenarios/finalizer-holds-deletion.yaml"
+    );
+}
