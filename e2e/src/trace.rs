@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::json::{FieldChange, diff};
 use crate::scenario::duration::format_duration;
 use crate::scenario::load::KindRef;
+use crate::scenario::run::object_label;
 
 /// One line of the trace.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -211,7 +212,7 @@ impl Recorder {
 
     /// Remember the object's uid; returns its label.
     fn learn_uid(&mut self, obj: &Value) -> String {
-        let label = label(obj);
+        let label = object_label(obj);
         if let Some(uid) = obj["metadata"]["uid"].as_str() {
             self.uids
                 .entry(uid.to_string())
@@ -296,16 +297,6 @@ impl Recorder {
         let mut entry = TraceEntry::at(at);
         entry.event = line.as_str().map(String::from);
         Some(entry)
-    }
-}
-
-/// `Kind namespace/name`, or `Kind name` for cluster-scoped objects.
-fn label(obj: &Value) -> String {
-    let kind = obj["kind"].as_str().unwrap_or("?");
-    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
-    match obj["metadata"]["namespace"].as_str() {
-        Some(ns) if !ns.is_empty() => format!("{kind} {ns}/{name}"),
-        _ => format!("{kind} {name}"),
     }
 }
 

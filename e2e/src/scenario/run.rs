@@ -189,8 +189,8 @@ pub fn object_label(obj: &Value) -> String {
         .or_else(|| meta["generateName"].as_str().map(|g| format!("{g}*")))
         .unwrap_or_else(|| "*".into());
     match meta["namespace"].as_str() {
-        Some(ns) => format!("{kind} {ns}/{name}"),
-        None => format!("{kind} {name}"),
+        Some(ns) if !ns.is_empty() => format!("{kind} {ns}/{name}"),
+        _ => format!("{kind} {name}"),
     }
 }
 

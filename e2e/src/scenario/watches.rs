@@ -10,6 +10,8 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::utils::Backoff;
 use kube::runtime::{WatchStreamExt, watcher};
 
+use crate::env::lock;
+
 /// How long a failed watch waits before trying again. Fixed rather than jittered, so that two
 /// runs retry at the same virtual instants.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
@@ -90,8 +92,4 @@ fn label(obj: &DynamicObject) -> String {
         Some(ns) => format!("{kind} {ns}/{name} at resourceVersion {rv}"),
         None => format!("{kind} {name} at resourceVersion {rv}"),
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
