@@ -194,13 +194,7 @@ impl TestEnv {
     pub fn start(&self, name: &str) -> Result<(), EnvError> {
         let client = self.client();
         let mut components = self.lock();
-        let known = known(&components);
-        let running = components
-            .get_mut(name)
-            .ok_or_else(|| EnvError::UnknownComponent {
-                name: name.into(),
-                known,
-            })?;
+        let running = named(&mut components, name)?;
         if running.task.as_ref().is_some_and(|t| !t.is_finished()) {
             return Err(EnvError::ComponentState {
                 name: name.into(),
@@ -222,13 +216,7 @@ impl TestEnv {
     pub async fn stop(&self, name: &str) -> Result<(), EnvError> {
         let task = {
             let mut components = self.lock();
-            let known = known(&components);
-            let running = components
-                .get_mut(name)
-                .ok_or_else(|| EnvError::UnknownComponent {
-                    name: name.into(),
-                    known,
-                })?;
+            let running = named(&mut components, name)?;
             running
                 .task
                 .take()
@@ -279,6 +267,20 @@ impl Drop for TestEnv {
 /// A poisoned lock only means a component panicked; its data is still usable.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The component called `name`, or an error listing the ones there are.
+fn named<'a>(
+    components: &'a mut BTreeMap<String, Running>,
+    name: &str,
+) -> Result<&'a mut Running, EnvError> {
+    let known = known(components);
+    components
+        .get_mut(name)
+        .ok_or_else(|| EnvError::UnknownComponent {
+            name: name.into(),
+            known,
+        })
 }
 
 fn known(components: &BTreeMap<String, Running>) -> String {
