@@ -275,18 +275,10 @@ impl Recorder {
             _ => return None,
         };
         let regarding = &e["involvedObject"];
-        let about = match regarding["namespace"].as_str() {
-            Some(ns) if !ns.is_empty() => format!(
-                "{} {ns}/{}",
-                regarding["kind"].as_str().unwrap_or("?"),
-                regarding["name"].as_str().unwrap_or("?")
-            ),
-            _ => format!(
-                "{} {}",
-                regarding["kind"].as_str().unwrap_or("?"),
-                regarding["name"].as_str().unwrap_or("?")
-            ),
-        };
+        let about = object_label(&serde_json::json!({
+            "kind": regarding["kind"],
+            "metadata": {"name": regarding["name"], "namespace": regarding["namespace"]},
+        }));
         let mut line = Value::String(format!(
             "{} {} {about}: {}{repeat}",
             e["type"].as_str().unwrap_or("?"),

@@ -10,8 +10,9 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::ApiError;
 
-/// The verb of a request, as Kubernetes names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The verb of a request, as Kubernetes names it (lower case in YAML: `create`, `deletecollection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Verb {
     Get,
     List,

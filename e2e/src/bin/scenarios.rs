@@ -129,24 +129,16 @@ fn timing(wall: Duration, virtual_time: Duration) -> String {
 
 fn bench(scenarios: &[e2e::Scenario], runs: usize) -> ExitCode {
     let registry = Registry::standard();
-    println!("| scenario | virtual time | wall, median of {runs} | wall, max |");
-    println!("| --- | --- | --- | --- |");
+    // One pass times each scenario and, summed over a round, the whole suite.
+    let mut walls = vec![Vec::new(); scenarios.len()];
+    let mut virtual_times = vec![Duration::ZERO; scenarios.len()];
     let mut suite = Vec::new();
-    let mut slowest = (Duration::ZERO, String::new());
     for _ in 0..runs {
-        let start = Instant::now();
-        for scenario in scenarios {
-            let _ = run_blocking(scenario, &registry);
-        }
-        suite.push(start.elapsed());
-    }
-    for scenario in scenarios {
-        let mut walls = Vec::new();
-        let mut elapsed = Duration::ZERO;
-        for _ in 0..runs {
+        let round = Instant::now();
+        for (i, scenario) in scenarios.iter().enumerate() {
             let start = Instant::now();
             match run_blocking(scenario, &registry) {
-                Ok(outcome) if outcome.failure.is_none() => elapsed = outcome.elapsed,
+                Ok(outcome) if outcome.failure.is_none() => virtual_times[i] = outcome.elapsed,
                 Ok(outcome) => {
                     eprintln!(
                         "{} failed: {}",
@@ -160,29 +152,43 @@ fn bench(scenarios: &[e2e::Scenario], runs: usize) -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             }
-            walls.push(start.elapsed());
+            walls[i].push(start.elapsed());
         }
-        walls.sort();
-        let median = walls[walls.len() / 2];
-        let max = walls[walls.len() - 1];
+        suite.push(round.elapsed());
+    }
+    println!("| scenario | virtual time | wall, median of {runs} | wall, max |");
+    println!("| --- | --- | --- | --- |");
+    let mut slowest = (Duration::ZERO, "");
+    for (i, scenario) in scenarios.iter().enumerate() {
+        let (median, max) = median_and_max(&mut walls[i]);
         if median > slowest.0 {
-            slowest = (median, scenario.name.clone());
+            slowest = (median, &scenario.name);
         }
         println!(
             "| {} | {} | {:.1} ms | {:.1} ms |",
             scenario.name,
-            e2e::scenario::duration::format_duration(elapsed),
+            e2e::scenario::duration::format_duration(virtual_times[i]),
             median.as_secs_f64() * 1000.0,
             max.as_secs_f64() * 1000.0
         );
     }
-    suite.sort();
+    let (suite_median, _) = median_and_max(&mut suite);
     println!(
         "\nwhole suite ({} scenarios), median of {runs}: {:.0} ms; slowest scenario: {} at {:.1} ms",
         scenarios.len(),
-        suite[suite.len() / 2].as_secs_f64() * 1000.0,
+        suite_median.as_secs_f64() * 1000.0,
         slowest.1,
         slowest.0.as_secs_f64() * 1000.0
     );
     ExitCode::SUCCESS
+}
+
+/// Median and maximum of at least one sample.
+fn median_and_max(samples: &mut [Duration]) -> (Duration, Duration) {
+    samples.sort();
+    let max = samples.last().copied().unwrap_or_default();
+    (
+        samples.get(samples.len() / 2).copied().unwrap_or_default(),
+        max,
+    )
 }

@@ -203,7 +203,7 @@ pub enum FaultAction {
 /// Which requests a fault applies to.
 #[derive(Debug, Clone, Default)]
 pub struct FaultTarget {
-    pub verb: Option<super::model::Verb>,
+    pub verb: Option<fake_apiserver::Verb>,
     pub resource: Option<String>,
     pub namespace: Option<String>,
     pub name: Option<String>,
@@ -381,25 +381,15 @@ impl Checker<'_> {
             ));
         }
         let e = |m: String| self.err(line, format!("{at}.{m}"));
-        let action = if let Some(w) = raw.apply {
-            Action::Write(
-                self.write(WriteKind::Apply, w)
-                    .map_err(|m| e(format!("apply: {m}")))?,
-            )
-        } else if let Some(w) = raw.create {
-            Action::Write(
-                self.write(WriteKind::Create, w)
-                    .map_err(|m| e(format!("create: {m}")))?,
-            )
-        } else if let Some(w) = raw.update {
-            Action::Write(
-                self.write(WriteKind::Update, w)
-                    .map_err(|m| e(format!("update: {m}")))?,
-            )
-        } else if let Some(p) = raw.patch {
-            Action::Write(self.patch(p).map_err(|m| e(format!("patch: {m}")))?)
-        } else if let Some(d) = raw.delete {
-            Action::Write(self.delete(d).map_err(|m| e(format!("delete: {m}")))?)
+        let writes = Writes {
+            apply: raw.apply,
+            create: raw.create,
+            update: raw.update,
+            patch: raw.patch,
+            delete: raw.delete,
+        };
+        let action = if let Some((verb, w)) = self.one_write(writes) {
+            Action::Write(w.map_err(|m| e(format!("{verb}: {m}")))?)
         } else if let Some(a) = raw.assert {
             self.assert(a).map_err(|m| e(format!("assert: {m}")))?
         } else if let Some(x) = raw.error {
@@ -536,33 +526,38 @@ impl Checker<'_> {
         })
     }
 
+    /// The write that is set (the first, when a caller has not checked there is one), checked,
+    /// with its verb for messages.
+    fn one_write(&self, w: Writes) -> Option<(&'static str, Result<WriteOp, String>)> {
+        if let Some(w) = w.apply {
+            Some(("apply", self.write(WriteKind::Apply, w)))
+        } else if let Some(w) = w.create {
+            Some(("create", self.write(WriteKind::Create, w)))
+        } else if let Some(w) = w.update {
+            Some(("update", self.write(WriteKind::Update, w)))
+        } else if let Some(p) = w.patch {
+            Some(("patch", self.patch(p)))
+        } else {
+            w.delete.map(|d| ("delete", self.delete(d)))
+        }
+    }
+
     fn expect_error(&self, x: ExpectError) -> Result<Action, String> {
-        let writes = [
-            x.apply.is_some(),
-            x.create.is_some(),
-            x.update.is_some(),
-            x.patch.is_some(),
-            x.delete.is_some(),
-        ];
-        if writes.iter().filter(|w| **w).count() != 1 {
+        let writes = Writes {
+            apply: x.apply,
+            create: x.create,
+            update: x.update,
+            patch: x.patch,
+            delete: x.delete,
+        };
+        if writes.count() != 1 {
             return Err("needs exactly one of apply, create, update, patch or delete: the request that must be refused".into());
         }
         if x.code.is_none() && x.reason.is_none() && x.message.is_none() {
             return Err("say what the refusal looks like: `code`, `reason` or `message`".into());
         }
-        let write = if let Some(w) = x.apply {
-            self.write(WriteKind::Apply, w)
-        } else if let Some(w) = x.create {
-            self.write(WriteKind::Create, w)
-        } else if let Some(w) = x.update {
-            self.write(WriteKind::Update, w)
-        } else if let Some(p) = x.patch {
-            self.patch(p)
-        } else if let Some(d) = x.delete {
-            self.delete(d)
-        } else {
-            Err("no request".into())
-        }?;
+        let (_, write) = self.one_write(writes).ok_or("no request")?;
+        let write = write?;
         if write.objects.len() != 1 {
             return Err("the refused request must be about one object".into());
         }
@@ -572,6 +567,30 @@ impl Checker<'_> {
             reason: x.reason,
             message: x.message,
         })
+    }
+}
+
+/// The write fields a step or an `error` may hold.
+struct Writes {
+    apply: Option<Write>,
+    create: Option<Write>,
+    update: Option<Write>,
+    patch: Option<Patch>,
+    delete: Option<Delete>,
+}
+
+impl Writes {
+    fn count(&self) -> usize {
+        [
+            self.apply.is_some(),
+            self.create.is_some(),
+            self.update.is_some(),
+            self.patch.is_some(),
+            self.delete.is_some(),
+        ]
+        .into_iter()
+        .filter(|set| *set)
+        .count()
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use fake_apiserver::Verb;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_saphyr::Spanned;
@@ -206,19 +207,6 @@ pub struct DelayFault {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub times: Option<u32>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verb {
-    Get,
-    List,
-    Watch,
-    Create,
-    Update,
-    Patch,
-    Delete,
-    Deletecollection,
 }
 
 /// Kubernetes Events that must have been recorded, within `timeout`.

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::components::Registry;
 use super::duration::format_duration;
 use super::load::{Action, FaultAction, Op, Scenario, Step, WriteKind, WriteOp};
-use super::model::{Dump, ExpectedEvent, PatchType, PropagationPolicy, Verb, Watch};
+use super::model::{Dump, ExpectedEvent, PatchType, PropagationPolicy, Watch};
 use super::watches::ScenarioWatch;
 use crate::cluster::{Changes, Cluster};
 use crate::env::TestEnv;
@@ -527,24 +527,14 @@ impl Runner<'_> {
 
     /// Whether an object matching `expected` exists; if not, what the cluster held instead.
     async fn matches(&mut self, expected: &Value, keys: &ListKeys) -> Result<(), String> {
-        let (api, expected) = self.api_for(expected).await?;
-        let label = object_label(&expected);
-        let candidates = match expected["metadata"]["name"].as_str() {
-            Some(name) => match api.get_opt(name).await.map_err(|e| e.to_string())? {
-                Some(found) => vec![to_value(&found)],
-                None => return Err(format!("{label}: not found")),
-            },
-            None => {
-                let list = api
-                    .list(&label_selector(&expected))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if list.items.is_empty() {
-                    return Err(format!("{label}: there are none"));
-                }
-                list.items.iter().map(to_value).collect()
-            }
-        };
+        let (expected, candidates) = self.find(expected).await?;
+        if candidates.is_empty() {
+            let label = object_label(&expected);
+            return Err(match expected["metadata"]["name"].as_str() {
+                Some(_) => format!("{label}: not found"),
+                None => format!("{label}: there are none"),
+            });
+        }
         // The closest candidate explains the failure best.
         let mut best: Option<(usize, &Value, Vec<String>)> = None;
         for actual in &candidates {
@@ -558,7 +548,7 @@ impl Runner<'_> {
             }
         }
         let Some((_, actual, lines)) = best else {
-            return Err(format!("{label}: no candidates"));
+            return Err(format!("{}: no candidates", object_label(&expected)));
         };
         let mut out = format!("{}:\n", object_label(actual));
         for l in lines {
@@ -617,24 +607,32 @@ impl Runner<'_> {
 
     /// Labels of the objects matching `obj` (by name, or by kind and labels) that exist.
     async fn present(&mut self, obj: &Value) -> Result<Vec<String>, String> {
+        let (_, found) = self.find(obj).await?;
+        Ok(found.iter().map(object_label).collect())
+    }
+
+    /// The objects `obj` names: the one called `metadata.name`, or without a name every object of
+    /// its kind that has its labels. Also returns `obj` with its namespace filled in.
+    async fn find(&mut self, obj: &Value) -> Result<(Value, Vec<Value>), String> {
         let (api, obj) = self.api_for(obj).await?;
-        match obj["metadata"]["name"].as_str() {
-            Some(name) => Ok(api
+        let found = match obj["metadata"]["name"].as_str() {
+            Some(name) => api
                 .get_opt(name)
                 .await
                 .map_err(|e| e.to_string())?
-                .map(|o| object_label(&to_value(&o)))
-                .into_iter()
-                .collect()),
-            None => Ok(api
+                .iter()
+                .map(to_value)
+                .collect(),
+            None => api
                 .list(&label_selector(&obj))
                 .await
                 .map_err(|e| e.to_string())?
                 .items
                 .iter()
-                .map(|o| object_label(&to_value(o)))
-                .collect()),
-        }
+                .map(to_value)
+                .collect(),
+        };
+        Ok((obj, found))
     }
 
     fn fault(&self, f: &FaultAction) -> OpResult {
@@ -647,7 +645,7 @@ impl Runner<'_> {
         })?;
         let target = |mut rule: FaultRule, t: &super::load::FaultTarget| {
             if let Some(v) = t.verb {
-                rule = rule.verb(fault_verb(v));
+                rule = rule.verb(v);
             }
             if let Some(r) = &t.resource {
                 rule = rule.resource(r.clone());
@@ -721,15 +719,10 @@ impl Runner<'_> {
         if self.watches.iter().any(|x| x.name == w.name) {
             return Err(format!("a watch named {} is already running", w.name));
         }
-        let mut probe =
-            serde_json::json!({"apiVersion": w.api_version, "kind": w.kind, "metadata": {}});
-        let (ar, caps) = self.resource(&probe).await?;
+        let (ar, caps) = self.resource(&kind_probe(&w.api_version, &w.kind)).await?;
         let client = self.cluster.client();
         let api = match (&w.namespace, caps.scope) {
-            (Some(ns), Scope::Namespaced) => {
-                probe["metadata"]["namespace"] = Value::String(ns.clone());
-                Api::namespaced_with(client, ns, &ar)
-            }
+            (Some(ns), Scope::Namespaced) => Api::namespaced_with(client, ns, &ar),
             _ => Api::all_with(client, &ar),
         };
         self.watches
@@ -739,29 +732,14 @@ impl Runner<'_> {
 
     /// The objects a `dump` names, as YAML.
     async fn dump(&mut self, d: &Dump) -> Result<String, String> {
-        let mut probe =
-            serde_json::json!({"apiVersion": d.api_version, "kind": d.kind, "metadata": {}});
+        let mut probe = kind_probe(&d.api_version, &d.kind);
         if let Some(ns) = &d.namespace {
             probe["metadata"]["namespace"] = Value::String(ns.clone());
         }
-        let (api, _) = self.api_for(&probe).await?;
-        let objects: Vec<Value> = match &d.name {
-            Some(name) => api
-                .get_opt(name)
-                .await
-                .map_err(|e| e.to_string())?
-                .iter()
-                .map(to_value)
-                .collect(),
-            None => api
-                .list(&ListParams::default())
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .iter()
-                .map(to_value)
-                .collect(),
-        };
+        if let Some(name) = &d.name {
+            probe["metadata"]["name"] = Value::String(name.clone());
+        }
+        let (_, objects) = self.find(&probe).await?;
         if objects.is_empty() {
             return Ok(format!("{} {}: none", d.api_version, d.kind));
         }
@@ -799,18 +777,9 @@ fn api_error_text(e: &WriteError) -> String {
     }
 }
 
-fn fault_verb(v: Verb) -> fake_apiserver::Verb {
-    use fake_apiserver::Verb as V;
-    match v {
-        Verb::Get => V::Get,
-        Verb::List => V::List,
-        Verb::Watch => V::Watch,
-        Verb::Create => V::Create,
-        Verb::Update => V::Update,
-        Verb::Patch => V::Patch,
-        Verb::Delete => V::Delete,
-        Verb::Deletecollection => V::DeleteCollection,
-    }
+/// An object naming only a kind, to look the kind up or to fill in before `find`.
+fn kind_probe(api_version: &str, kind: &str) -> Value {
+    serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {}})
 }
 
 fn label_selector(obj: &Value) -> ListParams {
