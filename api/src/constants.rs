@@ -57,6 +57,31 @@ pub mod workload_reason {
     pub const FAILED: &str = "Failed";
     /// Event: the workload was evicted because an admission check is in Retry.
     pub const EVICTED_DUE_TO_ADMISSION_CHECK_EVENT: &str = "EvictedDueToAdmissionCheck";
+    /// QuotaReserved=False: no flavor matches the podsets.
+    pub const NO_MATCHING_FLAVOR: &str = "NoMatchingFlavor";
+    /// QuotaReserved=False: the queue lacks unused quota now.
+    pub const WAITING_FOR_QUOTA: &str = "WaitingForQuota";
+    /// QuotaReserved=False: the request exceeds what the queue could ever give.
+    pub const EXCEEDS_MAX_QUOTA: &str = "ExceedsMaxQuota";
+    /// QuotaReserved=False: a missing LocalQueue or ClusterQueue.
+    pub const MISCONFIGURED: &str = "Misconfigured";
+    /// QuotaReserved=False: a stopped or inactive queue.
+    pub const SUSPENDED: &str = "Suspended";
+    /// QuotaReserved=False: queued, not yet evaluated (also set when quota is released).
+    pub const PENDING_EVALUATION: &str = "PendingEvaluation";
+    /// QuotaReserved=False reason with the observability gate off.
+    pub const INADMISSIBLE: &str = "Inadmissible";
+    /// Eviction and Requeued reason of a deactivated workload.
+    pub const DEACTIVATED: &str = "Deactivated";
+    /// Requeued=True after reactivation.
+    pub const REACTIVATED: &str = "Reactivated";
+    /// Event reason of a quota reservation.
+    pub const QUOTA_RESERVED_EVENT: &str = "QuotaReserved";
+    /// Event reason of an admission.
+    pub const ADMITTED_EVENT: &str = "Admitted";
+    /// Finished reason when a job cannot be started with its podset updates.
+    pub const FAILED_TO_START: &str = "FailedToStart";
+
     /// Warning event: an admission check is in Rejected.
     pub const ADMISSION_CHECK_REJECTED_EVENT: &str = "AdmissionCheckRejected";
 }

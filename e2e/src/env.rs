@@ -31,7 +31,16 @@ pub const DEFAULT_SEED: u64 = 1;
 /// autoscaler, a fake worker cluster. `run` works until it is stopped (its task aborted) or fails.
 pub trait Component: Send + Sync {
     fn name(&self) -> &str;
-    fn run(&self, client: kube::Client) -> BoxFuture<'static, Result<(), String>>;
+    fn run(&self, ctx: ComponentContext) -> BoxFuture<'static, Result<(), String>>;
+}
+
+/// What a component is given to run: a client, and the world's clock (wall time `start_wall` at
+/// tokio instant `start`), so its timestamps and timers follow the same virtual time as the server.
+#[derive(Clone)]
+pub struct ComponentContext {
+    pub client: kube::Client,
+    pub start_wall: Timestamp,
+    pub start: tokio::time::Instant,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -203,7 +212,12 @@ impl TestEnv {
         }
         *lock(&running.failure) = None;
         let failure = running.failure.clone();
-        let run = running.component.run(client);
+        let (start_wall, start) = self.cluster.server().clock().anchor();
+        let run = running.component.run(ComponentContext {
+            client,
+            start_wall,
+            start,
+        });
         running.task = Some(tokio::spawn(async move {
             if let Err(e) = run.await {
                 *lock(&failure) = Some(e);

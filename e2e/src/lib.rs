@@ -8,12 +8,13 @@
 
 pub mod cluster;
 pub mod env;
+pub mod harness;
 pub mod json;
 pub mod scenario;
 pub mod snapshot;
 pub mod trace;
 
 pub use cluster::{Cluster, EmbeddedCluster};
-pub use env::{Component, EnvError, TestEnv, TestEnvBuilder};
+pub use env::{Component, ComponentContext, EnvError, TestEnv, TestEnvBuilder};
 pub use scenario::{Outcome, Registry, Scenario};
 pub use trace::Trace;

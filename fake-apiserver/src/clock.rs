@@ -37,6 +37,12 @@ impl Clock {
         Self::starting_at(Timestamp::now())
     }
 
+    /// The wall time this clock started at and the tokio instant it started at, for other
+    /// components that must keep the same time (a controller next to this server).
+    pub fn anchor(&self) -> (Timestamp, tokio::time::Instant) {
+        (self.inner.start_wall, self.inner.start)
+    }
+
     pub fn now(&self) -> Timestamp {
         let elapsed = tokio::time::Instant::now().saturating_duration_since(self.inner.start);
         let elapsed = jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX);

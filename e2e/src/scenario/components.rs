@@ -19,7 +19,15 @@ pub struct Registry {
 impl Registry {
     /// The components this workspace provides.
     pub fn standard() -> Self {
-        Registry::default()
+        let mut registry = Registry::default();
+        registry.register("controller", |config| {
+            crate::harness::ControllerComponent::from_value(config)
+                .map(|c| Arc::new(c) as Arc<dyn Component>)
+        });
+        registry.register("job-runner", |config| {
+            crate::harness::JobRunner::from_value(config).map(|c| Arc::new(c) as Arc<dyn Component>)
+        });
+        registry
     }
 
     /// Make `name` available to scenarios; `factory` reads its configuration.

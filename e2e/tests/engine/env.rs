@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use e2e::scenario::{Registry, run_blocking};
-use e2e::{Component, TestEnv};
+use e2e::{Component, ComponentContext, TestEnv};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
@@ -18,7 +18,8 @@ impl Component for Ticker {
         "ticker"
     }
 
-    fn run(&self, client: kube::Client) -> BoxFuture<'static, Result<(), String>> {
+    fn run(&self, ctx: ComponentContext) -> BoxFuture<'static, Result<(), String>> {
+        let client = ctx.client;
         Box::pin(async move {
             let api: Api<ConfigMap> = Api::namespaced(client, "default");
             for count in 1.. {
@@ -46,7 +47,7 @@ impl Component for Broken {
         "broken"
     }
 
-    fn run(&self, _client: kube::Client) -> BoxFuture<'static, Result<(), String>> {
+    fn run(&self, _ctx: ComponentContext) -> BoxFuture<'static, Result<(), String>> {
         Box::pin(async { Err("lost its lease".to_string()) })
     }
 }
@@ -188,11 +189,27 @@ fn a_component_that_fails_fails_the_step_it_failed_in() {
 #[test]
 fn unknown_components_are_refused_before_anything_runs() {
     let scenario = crate::scenario(
-        "name: x\ndescription: x\ncomponents: {controller: {}}\nsteps:\n  - advance: 1s\n",
+        "name: x\ndescription: x\ncomponents: {autoscaler: {}}\nsteps:\n  - advance: 1s\n",
     );
     let err = run_blocking(&scenario, &Registry::standard()).unwrap_err();
     assert_eq!(
         err,
-        "inline.yaml: components.controller: unknown component `controller` (known: none yet)"
+        "inline.yaml: components.autoscaler: unknown component `autoscaler` (known: controller, job-runner)"
+    );
+}
+
+#[test]
+fn a_bad_controller_configuration_is_refused_with_its_field() {
+    let scenario = crate::scenario(
+        "name: x\ndescription: x\ncomponents: {controller: {configuration: {resources: {transformations: [{input: cpu, strategy: Keep}]}}}}\nsteps:\n  - advance: 1s\n",
+    );
+    let err = run_blocking(&scenario, &Registry::standard()).unwrap_err();
+    assert!(
+        err.starts_with("inline.yaml: components.controller: configuration: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("resources.transformations[0].strategy: unknown variant `Keep`"),
+        "{err}"
     );
 }

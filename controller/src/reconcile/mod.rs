@@ -1,0 +1,349 @@
+//! The reconcilers: thin glue between the [`World`], the pure decisions and the [`Writer`].
+//!
+//! Change handlers only mark what needs another look; [`Reconciler::reconcile`] then runs the
+//! passes (jobs, workloads, scheduler, queue status) until nothing is left to do.
+
+mod jobs;
+mod queues;
+mod schedule;
+mod workloads;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use jiff::Timestamp;
+use k8s_openapi::api::batch::v1::Job;
+use kube::{Resource, ResourceExt};
+
+use crate::clock::Clock;
+use crate::manager::{Error, Options};
+use crate::resources::Transformer;
+use crate::scheduler::queue::{Entry, Queues};
+use crate::state::{Key, World, key_of};
+use crate::workload;
+use crate::writer::Writer;
+
+/// Passes per reconcile before yielding to the watch streams again.
+const MAX_ROUNDS: usize = 64;
+
+pub struct Reconciler {
+    writer: Writer,
+    options: Options,
+    transformer: Transformer,
+    queues: Queues,
+    dirty_workloads: BTreeSet<Key>,
+    dirty_jobs: BTreeSet<Key>,
+    dirty_cluster_queues: BTreeSet<String>,
+    dirty_local_queues: BTreeSet<Key>,
+    /// Workloads to look at again at a time (backoffs).
+    wake: BTreeMap<Key, Timestamp>,
+    /// Unfinished workloads holding quota, per ClusterQueue.
+    reserving: BTreeMap<String, BTreeSet<Key>>,
+    /// Queued workloads per LocalQueue.
+    lq_pending: BTreeMap<Key, BTreeSet<Key>>,
+    /// Workloads per LocalQueue (for status), and the LocalQueue of each workload.
+    lq_of: BTreeMap<Key, Key>,
+    /// The workload of each job, by the job's uid.
+    workload_of_job: BTreeMap<String, Key>,
+    /// ClusterQueues whose queues must be tried again.
+    requeue: BTreeSet<String>,
+}
+
+impl Reconciler {
+    pub fn new(writer: Writer, options: Options) -> Self {
+        // The configuration was validated at load, transformations included.
+        let transformer = Transformer::new(options.config.resources.as_ref()).unwrap_or_default();
+        Reconciler {
+            writer,
+            options,
+            transformer,
+            queues: Queues::default(),
+            dirty_workloads: BTreeSet::new(),
+            dirty_jobs: BTreeSet::new(),
+            dirty_cluster_queues: BTreeSet::new(),
+            dirty_local_queues: BTreeSet::new(),
+            wake: BTreeMap::new(),
+            reserving: BTreeMap::new(),
+            lq_pending: BTreeMap::new(),
+            lq_of: BTreeMap::new(),
+            workload_of_job: BTreeMap::new(),
+            requeue: BTreeSet::new(),
+        }
+    }
+
+    pub fn clock(&self) -> &Clock {
+        &self.options.clock
+    }
+
+    /// When the loop must wake even if nothing changes.
+    pub fn next_wake(&self) -> Option<Timestamp> {
+        self.wake.values().min().copied()
+    }
+
+    /// Marks the workloads whose time has come.
+    pub fn timers_due(&mut self) {
+        let now = self.options.clock.now();
+        let due: Vec<Key> = self
+            .wake
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in due {
+            self.wake.remove(&key);
+            self.dirty_workloads.insert(key);
+        }
+    }
+
+    /// Runs the passes until nothing changes (or [`MAX_ROUNDS`]).
+    pub async fn reconcile(&mut self, world: &mut World) -> Result<(), Error> {
+        for _ in 0..MAX_ROUNDS {
+            let mut progressed = false;
+            progressed |= self.jobs_pass(world).await?;
+            progressed |= self.workloads_pass(world).await?;
+            progressed |= self.schedule(world).await?;
+            progressed |= self.status_pass(world).await?;
+            if !progressed {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn observability(&self) -> bool {
+        crate::config::gate(&self.options.config, "UnadmittedWorkloadsObservability")
+    }
+
+    /// ClusterQueues sharing quota with `cq` (its cohort), including itself.
+    fn cohort_of(&self, world: &World, cq: &str) -> Vec<String> {
+        let cohort = world
+            .cluster_queues
+            .get(cq)
+            .and_then(|c| c.spec.cohort_name.clone());
+        match cohort {
+            None => vec![cq.to_owned()],
+            Some(cohort) => world
+                .cluster_queues
+                .values()
+                .filter(|c| c.spec.cohort_name.as_deref() == Some(cohort.as_str()))
+                .map(|c| c.name_any())
+                .collect(),
+        }
+    }
+
+    pub fn flavor_changed(&mut self, _old: Option<&ResourceFlavor>, _new: Option<&ResourceFlavor>) {
+        // Flavors affect every queue: activity, taints, labels.
+        self.requeue.insert(String::new());
+    }
+
+    pub fn cluster_queue_changed(
+        &mut self,
+        world: &World,
+        old: Option<&ClusterQueue>,
+        new: Option<&ClusterQueue>,
+    ) {
+        let Some(cq) = new.or(old) else { return };
+        let name = cq.name_any();
+        self.dirty_cluster_queues.insert(name.clone());
+        if let Some(new) = new {
+            self.queues.set_strategy(&name, new.spec.queueing_strategy);
+        }
+        let spec_changed = old.map(|o| &o.spec) != new.map(|n| &n.spec)
+            || old.map(|o| o.metadata.deletion_timestamp.is_some())
+                != new.map(|n| n.metadata.deletion_timestamp.is_some());
+        if spec_changed {
+            self.requeue.insert(name.clone());
+            self.requeue.extend(self.cohort_of(world, &name));
+            // Queue membership, checks and blockers of every workload of this queue may change.
+            for (key, lq) in world.local_queues.iter() {
+                if lq.spec.cluster_queue == name {
+                    self.dirty_local_queues.insert(key.clone());
+                    self.dirty_workloads_of_local_queue(world, key);
+                }
+            }
+            if let Some(keys) = self.reserving.get(&name) {
+                self.dirty_workloads.extend(keys.iter().cloned());
+            }
+        }
+    }
+
+    pub fn local_queue_changed(
+        &mut self,
+        world: &World,
+        old: Option<&LocalQueue>,
+        new: Option<&LocalQueue>,
+    ) {
+        let Some(lq) = new.or(old) else { return };
+        let key = key_of(lq);
+        self.dirty_local_queues.insert(key.clone());
+        if old.map(|o| &o.spec) != new.map(|n| &n.spec) {
+            self.dirty_workloads_of_local_queue(world, &key);
+        }
+    }
+
+    fn dirty_workloads_of_local_queue(&mut self, world: &World, lq: &str) {
+        let Some((ns, name)) = lq.split_once('/') else {
+            return;
+        };
+        for (key, wl) in world.workloads.iter() {
+            if wl.namespace().as_deref() == Some(ns) && wl.spec.queue_name.as_deref() == Some(name)
+            {
+                self.dirty_workloads.insert(key.clone());
+            }
+        }
+    }
+
+    pub fn check_changed(
+        &mut self,
+        world: &World,
+        old: Option<&AdmissionCheck>,
+        new: Option<&AdmissionCheck>,
+    ) {
+        let Some(ac) = new.or(old) else { return };
+        let name = ac.name_any();
+        let users: Vec<String> = world
+            .cluster_queues
+            .values()
+            .filter(|cq| workload::checks::cluster_queue_checks(&cq.spec).contains_key(&name))
+            .map(|cq| cq.name_any())
+            .collect();
+        for cq in users {
+            self.dirty_cluster_queues.insert(cq.clone());
+            self.requeue.insert(cq);
+        }
+    }
+
+    pub fn workload_changed(
+        &mut self,
+        world: &World,
+        old: Option<&Workload>,
+        new: Option<&Workload>,
+    ) {
+        let Some(any) = new.or(old) else { return };
+        let key = key_of(any);
+        self.dirty_workloads.insert(key.clone());
+        // Which job owns it.
+        for wl in [old, new].into_iter().flatten() {
+            if let Some(owner) = job_owner(wl) {
+                if new.is_some() {
+                    self.workload_of_job.insert(owner.uid.clone(), key.clone());
+                } else {
+                    self.workload_of_job.remove(&owner.uid);
+                }
+                if let Some(ns) = wl.namespace() {
+                    self.dirty_jobs.insert(format!("{ns}/{}", owner.name));
+                }
+            }
+        }
+        // Status of the queues it was and is counted in.
+        for wl in [old, new].into_iter().flatten() {
+            if let Some(cq) = world.cluster_queue_name_of(wl) {
+                self.dirty_cluster_queues.insert(cq);
+            }
+            if let (Some(ns), Some(q)) = (wl.namespace(), wl.spec.queue_name.as_deref()) {
+                self.dirty_local_queues.insert(format!("{ns}/{q}"));
+            }
+        }
+        // Quota held.
+        let holds =
+            |wl: &Workload| workload::has_quota_reservation(wl) && !workload::is_finished(wl);
+        for set in self.reserving.values_mut() {
+            set.remove(&key);
+        }
+        if let Some(wl) = new.filter(|wl| holds(wl))
+            && let Some(cq) = world.cluster_queue_name_of(wl)
+        {
+            self.reserving.entry(cq).or_default().insert(key.clone());
+        }
+        if let Some(wl) = old.filter(|wl| holds(wl))
+            && !new.is_some_and(holds)
+            && let Some(cq) = world.cluster_queue_name_of(wl)
+        {
+            self.requeue.extend(self.cohort_of(world, &cq));
+        }
+        self.place(world, &key, new);
+    }
+
+    /// Puts a workload in its queue, or takes it out.
+    fn place(&mut self, world: &World, key: &str, wl: Option<&Workload>) {
+        if let Some(lq) = self.lq_of.remove(key)
+            && let Some(set) = self.lq_pending.get_mut(&lq)
+        {
+            set.remove(key);
+        }
+        let now = self.options.clock.now();
+        let place = wl.and_then(|wl| {
+            if !workload::is_queueable(wl, now) {
+                return None;
+            }
+            let lq = world.local_queue_of(wl)?;
+            if lq.spec.stop_policy.unwrap_or_default() != api::kueue::StopPolicy::None {
+                return None;
+            }
+            let cq = world.cluster_queues.get(&lq.spec.cluster_queue)?;
+            if !crate::status::cluster_queue_active(cq, world).0 {
+                return None;
+            }
+            let created = wl
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|t| t.0.as_second())
+                .unwrap_or(0);
+            Some((
+                key_of(lq),
+                (
+                    lq.spec.cluster_queue.clone(),
+                    Entry {
+                        priority: std::cmp::Reverse(workload::priority(wl)),
+                        timestamp: created,
+                        key: key.to_owned(),
+                    },
+                ),
+            ))
+        });
+        match place {
+            Some((lq, place)) => {
+                self.lq_pending
+                    .entry(lq.clone())
+                    .or_default()
+                    .insert(key.to_owned());
+                self.lq_of.insert(key.to_owned(), lq);
+                self.queues.update(key, Some(place));
+            }
+            None => self.queues.update(key, None),
+        }
+    }
+
+    pub fn job_changed(&mut self, old: Option<&Job>, new: Option<&Job>) {
+        if let Some(job) = new.or(old) {
+            self.dirty_jobs.insert(key_of(job));
+        }
+    }
+
+    /// Applies a written workload to the world as if watched.
+    fn written_workload(&mut self, world: &mut World, wl: Workload) {
+        let old = world.workloads.get(&key_of(&wl)).cloned();
+        if world.workloads.apply(wl.clone()) {
+            self.workload_changed(world, old.as_ref(), Some(&wl));
+        }
+    }
+
+    fn written_job(&mut self, world: &mut World, job: Job) {
+        let old = world.jobs.get(&key_of(&job)).cloned();
+        if world.jobs.apply(job.clone()) {
+            self.job_changed(old.as_ref(), Some(&job));
+        }
+    }
+}
+
+/// The Job that controls a workload.
+fn job_owner(
+    wl: &Workload,
+) -> Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference> {
+    wl.meta()
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|o| o.kind == "Job" && o.api_version == "batch/v1" && o.controller == Some(true))
+}

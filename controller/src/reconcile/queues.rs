@@ -1,0 +1,80 @@
+//! The queue status pass: ClusterQueue and LocalQueue status kept current.
+
+use super::Reconciler;
+use crate::manager::Error;
+use crate::state::World;
+use crate::status;
+use crate::writer::Written;
+
+impl Reconciler {
+    pub(super) async fn status_pass(&mut self, world: &mut World) -> Result<bool, Error> {
+        let mut progressed = false;
+        let now = self.options.clock.now_time();
+        for name in std::mem::take(&mut self.dirty_cluster_queues) {
+            let Some(cq) = world.cluster_queues.get(&name).cloned() else {
+                continue;
+            };
+            let workloads: Vec<_> = self
+                .reserving
+                .get(&name)
+                .into_iter()
+                .flatten()
+                .filter_map(|k| world.workloads.get(k))
+                .collect();
+            let pending = self.queues.pending(&name) as i32;
+            let desired =
+                status::cluster_queue_status(&cq, world, workloads.into_iter(), pending, &now);
+            self.options.metrics.cluster_queue(&name, &desired);
+            if cq.status.as_ref() == Some(&desired) {
+                continue;
+            }
+            let mut next = cq.clone();
+            next.status = Some(desired);
+            if let Written::Ok(new) = self.writer.replace_status(&next).await? {
+                let old = world.cluster_queues.get(&name).cloned();
+                if world.cluster_queues.apply(new.clone()) {
+                    self.cluster_queue_changed(world, old.as_ref(), Some(&new));
+                    // A queue's status write changes only its status.
+                    self.dirty_cluster_queues.remove(&name);
+                }
+                // LocalQueues show whether their ClusterQueue is active.
+                for (key, lq) in world.local_queues.iter() {
+                    if lq.spec.cluster_queue == name {
+                        self.dirty_local_queues.insert(key.clone());
+                    }
+                }
+                progressed = true;
+            }
+        }
+        for key in std::mem::take(&mut self.dirty_local_queues) {
+            let Some(lq) = world.local_queues.get(&key).cloned() else {
+                continue;
+            };
+            let (ns, name) = key.split_once('/').unwrap_or_default();
+            let workloads: Vec<_> = self
+                .reserving
+                .get(&lq.spec.cluster_queue)
+                .into_iter()
+                .flatten()
+                .filter_map(|k| world.workloads.get(k))
+                .filter(|wl| {
+                    wl.metadata.namespace.as_deref() == Some(ns)
+                        && wl.spec.queue_name.as_deref() == Some(name)
+                })
+                .collect();
+            let pending = self.lq_pending.get(&key).map(|s| s.len()).unwrap_or(0) as i32;
+            let desired =
+                status::local_queue_status(&lq, world, workloads.into_iter(), pending, &now);
+            if lq.status.as_ref() == Some(&desired) {
+                continue;
+            }
+            let mut next = lq.clone();
+            next.status = Some(desired);
+            if let Written::Ok(new) = self.writer.replace_status(&next).await? {
+                world.local_queues.apply(new);
+                progressed = true;
+            }
+        }
+        Ok(progressed)
+    }
+}

@@ -1,0 +1,418 @@
+//! The scheduling cycle: take the head of every ClusterQueue, assign flavors against a snapshot of
+//! quota, and reserve quota for what fits, preempt for what could fit, and tell the rest why not.
+
+use std::collections::BTreeSet;
+
+use api::constants::{workload_condition as cond, workload_reason as reason};
+use api::kueue::{Admission, Workload, WorkloadStatus};
+use kube::ResourceExt;
+
+use super::Reconciler;
+use super::workloads::queued_wait;
+use crate::manager::Error;
+use crate::resources;
+use crate::scheduler::{
+    Assignment, ClusterQueueSnapshot, Mode, PendingWorkload, PodSetRequest, ReservedWorkload,
+    Snapshot, Target, find_targets, preemption_message,
+};
+use crate::state::World;
+use crate::workload::{self, checks, conditions, lifecycle};
+use crate::writer::Written;
+
+impl Reconciler {
+    pub(super) async fn schedule(&mut self, world: &mut World) -> Result<bool, Error> {
+        let requeue = std::mem::take(&mut self.requeue);
+        if requeue.contains("") {
+            let all: Vec<String> = world.cluster_queues.keys().cloned().collect();
+            self.queues.requeue(all.iter().map(String::as_str));
+        } else {
+            self.queues.requeue(requeue.iter().map(String::as_str));
+        }
+        let mut progressed = false;
+        let mut snapshot: Option<Snapshot> = None;
+        loop {
+            let heads = self.queues.heads();
+            if heads.is_empty() {
+                break;
+            }
+            let snap = snapshot.get_or_insert_with(|| build_snapshot(world));
+            // Order the heads as Kueue does: those within nominal quota first, then priority,
+            // then age.
+            let mut entries = vec![];
+            for (cq, entry) in heads {
+                let Some(wl) = world.workloads.get(&entry.key).cloned() else {
+                    self.queues.remove(&entry.key);
+                    continue;
+                };
+                let pending = self.pending_workload(&wl);
+                let assignment = crate::scheduler::assign_flavors(snap, &cq, &pending);
+                entries.push((assignment.borrows, entry, cq, wl, pending));
+            }
+            entries.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+            let mut preempted: BTreeSet<String> = BTreeSet::new();
+            for (_, entry, cq, wl, pending) in entries {
+                let assignment = crate::scheduler::assign_flavors(snap, &cq, &pending);
+                self.options.metrics.attempt(assignment.mode == Mode::Fit);
+                match assignment.mode {
+                    Mode::Fit => {
+                        if let Some(reserved) = self.reserve(world, &cq, &wl, &assignment).await? {
+                            snap.add_workload(&cq, reserved);
+                            self.queues.admitted(&entry.key);
+                            progressed = true;
+                        } else {
+                            self.queues.park(&cq, entry);
+                        }
+                    }
+                    Mode::Preempt => {
+                        let targets = find_targets(snap, &cq, &pending, &assignment);
+                        let overlapping = targets.iter().any(|t| preempted.contains(&t.key));
+                        let message = if targets.is_empty() || overlapping {
+                            assignment.message()
+                        } else {
+                            for t in &targets {
+                                preempted.insert(t.key.clone());
+                                self.preempt(world, snap, &wl, &cq, t).await?;
+                            }
+                            progressed = true;
+                            format!(
+                                "{}. Pending the preemption of {} workload(s)",
+                                assignment.message(),
+                                targets.len()
+                            )
+                        };
+                        progressed |= self
+                            .still_pending(world, &wl, reason::WAITING_FOR_QUOTA, &message)
+                            .await?;
+                        self.queues.park(&cq, entry);
+                    }
+                    Mode::NoFit => {
+                        let why = no_fit_reason(&assignment);
+                        progressed |= self
+                            .still_pending(world, &wl, why, &assignment.message())
+                            .await?;
+                        self.queues.park(&cq, entry);
+                    }
+                }
+            }
+        }
+        Ok(progressed)
+    }
+
+    /// What the scheduler needs to know of a workload: its requests after transformations.
+    fn pending_workload(&self, wl: &Workload) -> PendingWorkload {
+        let podsets = wl
+            .spec
+            .pod_sets
+            .iter()
+            .map(|ps| {
+                let spec = ps.template.spec.clone().unwrap_or_default();
+                let per_pod = resources::podset_requests(&spec, ps.count, &self.transformer)
+                    .map(|r| r.per_pod)
+                    .unwrap_or_default();
+                let affinity = spec
+                    .affinity
+                    .as_ref()
+                    .and_then(|a| a.node_affinity.as_ref())
+                    .and_then(|a| {
+                        a.required_during_scheduling_ignored_during_execution
+                            .clone()
+                    });
+                PodSetRequest {
+                    name: ps.name.clone(),
+                    count: ps.count,
+                    per_pod,
+                    node_selector: spec.node_selector.clone().unwrap_or_default(),
+                    required_affinity: affinity,
+                    tolerations: spec.tolerations.clone().unwrap_or_default(),
+                }
+            })
+            .collect();
+        PendingWorkload {
+            key: workload::key(wl),
+            uid: wl.uid().unwrap_or_default(),
+            priority: workload::priority(wl),
+            queue_order_time: wl
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|t| t.0.as_second())
+                .unwrap_or(0),
+            podsets,
+        }
+    }
+
+    /// Writes the quota reservation. Returns the workload as the snapshot should count it.
+    async fn reserve(
+        &mut self,
+        world: &mut World,
+        cq: &str,
+        wl: &Workload,
+        assignment: &Assignment,
+    ) -> Result<Option<ReservedWorkload>, Error> {
+        let now = self.options.clock.now_time();
+        let generation = wl.metadata.generation;
+        let mut next = wl.clone();
+        let status = next.status.get_or_insert_with(WorkloadStatus::default);
+        status.admission = Some(Admission {
+            cluster_queue: cq.to_owned(),
+            pod_set_assignments: assignment.to_api(),
+        });
+        let message = format!("Quota reserved in ClusterQueue {cq}");
+        lifecycle::set(
+            status,
+            generation,
+            cond::QUOTA_RESERVED,
+            true,
+            reason::QUOTA_RESERVED,
+            &message,
+            &now,
+        );
+        for type_ in [cond::EVICTED, cond::PREEMPTED] {
+            if let Some(prev) =
+                conditions::find(&status.conditions, type_).filter(|c| c.status == "True")
+            {
+                let previously = format!("Previously: {}", prev.message);
+                lifecycle::set(
+                    status,
+                    generation,
+                    type_,
+                    false,
+                    reason::QUOTA_RESERVED,
+                    &previously,
+                    &now,
+                );
+            }
+        }
+        let has_all_checks = world.cluster_queues.get(cq).is_none_or(|c| {
+            let required = checks::required_for(&next, &c.spec);
+            let present: BTreeSet<String> = next
+                .status
+                .iter()
+                .flat_map(|s| s.admission_checks.iter().map(|a| a.name.clone()))
+                .collect();
+            required.is_subset(&present)
+        });
+        let status = next.status.get_or_insert_with(WorkloadStatus::default);
+        if has_all_checks {
+            let ready = status
+                .admission_checks
+                .iter()
+                .all(|c| c.state == api::kueue::CheckState::Ready);
+            lifecycle::sync_admitted(status, generation, &now, ready, self.observability());
+        }
+        let Written::Ok(new) = self.writer.replace_status(&next).await? else {
+            return Ok(None);
+        };
+        let waited = queued_wait(wl, self.options.clock.now());
+        self.options
+            .metrics
+            .quota_reserved(cq, waited.as_secs_f64());
+        self.writer
+            .event(
+                &new,
+                false,
+                reason::QUOTA_RESERVED_EVENT,
+                &format!(
+                    "Quota reserved in ClusterQueue {cq}, wait time since queued was {:.0}s",
+                    waited.as_secs_f64()
+                ),
+            )
+            .await;
+        if workload::is_admitted(&new) {
+            self.options.metrics.admitted(cq, waited.as_secs_f64(), 0.0);
+            self.writer
+                .event(
+                    &new,
+                    false,
+                    reason::ADMITTED_EVENT,
+                    &format!("Admitted by ClusterQueue {cq}, wait time since reservation was 0s"),
+                )
+                .await;
+        }
+        let reserved = reserved_workload(&new);
+        self.written_workload(world, new);
+        Ok(Some(reserved))
+    }
+
+    /// Evicts a preemption victim.
+    async fn preempt(
+        &mut self,
+        world: &mut World,
+        snapshot: &mut Snapshot,
+        preemptor: &Workload,
+        preemptor_cq: &str,
+        target: &Target,
+    ) -> Result<(), Error> {
+        let Some(victim) = world.workloads.get(&target.key).cloned() else {
+            return Ok(());
+        };
+        let now = self.options.clock.now_time();
+        let message = preemption_message(
+            &preemptor.uid().unwrap_or_default(),
+            preemptor
+                .labels()
+                .get("kueue.x-k8s.io/job-uid")
+                .map(String::as_str),
+            target.reason,
+            &snapshot.cq_path(preemptor_cq),
+            &snapshot.cq_path(&target.cluster_queue),
+        );
+        let mut next = victim.clone();
+        let generation = victim.metadata.generation;
+        let status = next.status.get_or_insert_with(WorkloadStatus::default);
+        lifecycle::set(
+            status,
+            generation,
+            cond::PREEMPTED,
+            true,
+            target.reason.as_str(),
+            &message,
+            &now,
+        );
+        lifecycle::evict(status, generation, &now, reason::PREEMPTED, &message);
+        if let Written::Ok(new) = self.writer.replace_status(&next).await? {
+            self.options
+                .metrics
+                .preempted(&target.cluster_queue, target.reason.as_str());
+            self.writer
+                .event(
+                    &new,
+                    false,
+                    &format!("EvictedDueTo{}", reason::PREEMPTED),
+                    &message,
+                )
+                .await;
+            self.writer
+                .event(&new, false, reason::PREEMPTED, &message)
+                .await;
+            snapshot.remove_workload(&target.cluster_queue, &target.key);
+            self.written_workload(world, new);
+        }
+        Ok(())
+    }
+
+    /// Tells a workload why it is still pending (if that changed), with its transformed requests.
+    async fn still_pending(
+        &mut self,
+        world: &mut World,
+        wl: &Workload,
+        why: &str,
+        message: &str,
+    ) -> Result<bool, Error> {
+        let now = self.options.clock.now_time();
+        let mut next = wl.clone();
+        let generation = wl.metadata.generation;
+        let observability = self.observability();
+        let requests = self.resource_requests(wl);
+        let status = next.status.get_or_insert_with(WorkloadStatus::default);
+        let why = if observability { why } else { reason::PENDING };
+        let mut changed = lifecycle::unset_quota_reservation(
+            status,
+            generation,
+            &now,
+            why,
+            message,
+            observability,
+        );
+        if status.resource_requests != requests {
+            status.resource_requests = requests;
+            changed = true;
+        }
+        if !changed {
+            return Ok(false);
+        }
+        let Written::Ok(new) = self.writer.replace_status(&next).await? else {
+            return Ok(false);
+        };
+        self.writer.event(&new, true, why, message).await;
+        self.written_workload(world, new);
+        Ok(true)
+    }
+
+    /// `status.resourceRequests`: each podset's total after transformations.
+    fn resource_requests(&self, wl: &Workload) -> Vec<api::kueue::PodSetRequest> {
+        wl.spec
+            .pod_sets
+            .iter()
+            .map(|ps| {
+                let spec = ps.template.spec.clone().unwrap_or_default();
+                let resources = resources::podset_requests(&spec, ps.count, &self.transformer)
+                    .map(|r| r.to_quantities())
+                    .unwrap_or_default();
+                api::kueue::PodSetRequest {
+                    name: ps.name.clone(),
+                    resources,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The snapshot of quota: every ClusterQueue and the workloads holding quota in it.
+fn build_snapshot(world: &World) -> Snapshot {
+    let mut snapshot = Snapshot {
+        flavors: world
+            .flavors
+            .iter()
+            .map(|(k, f)| (k.clone(), f.spec.clone()))
+            .collect(),
+        ..Default::default()
+    };
+    for (name, cq) in world.cluster_queues.iter() {
+        match ClusterQueueSnapshot::new(name.clone(), cq.spec.clone(), |r, q| {
+            resources::Amount::from_quantity(q).map(|a| resources::to_units(r, &a))
+        }) {
+            Ok(s) => snapshot.insert_cluster_queue(s),
+            Err(e) => tracing::warn!(cluster_queue = %name, error = %e, "skipping ClusterQueue"),
+        }
+    }
+    for wl in world.workloads.values() {
+        if !workload::has_quota_reservation(wl) || workload::is_finished(wl) {
+            continue;
+        }
+        if let Some(a) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) {
+            snapshot.add_workload(&a.cluster_queue, reserved_workload(wl));
+        }
+    }
+    snapshot
+}
+
+fn reserved_workload(wl: &Workload) -> ReservedWorkload {
+    let status = wl.status.as_ref();
+    let reserved_at = status
+        .and_then(|s| conditions::find(&s.conditions, cond::QUOTA_RESERVED))
+        .map(|c| c.last_transition_time.0.as_second())
+        .unwrap_or(0);
+    ReservedWorkload {
+        key: workload::key(wl),
+        uid: wl.uid().unwrap_or_default(),
+        priority: workload::priority(wl),
+        reserved_at,
+        queue_order_time: wl
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.as_second())
+            .unwrap_or(0),
+        evicted: workload::is_evicted(wl),
+        usage: crate::status::admission_usage(wl),
+    }
+}
+
+/// The QuotaReserved=False reason of a workload that fits nowhere: no flavor matches at all,
+/// more than the queue could ever give, or not enough unused quota now.
+fn no_fit_reason(assignment: &Assignment) -> &'static str {
+    let reasons: Vec<&String> = assignment.podsets.iter().flat_map(|p| &p.reasons).collect();
+    if reasons
+        .iter()
+        .any(|r| r.starts_with("insufficient unused quota"))
+    {
+        reason::WAITING_FOR_QUOTA
+    } else if reasons.iter().any(|r| r.starts_with("insufficient quota")) {
+        reason::EXCEEDS_MAX_QUOTA
+    } else if reasons.is_empty() {
+        reason::WAITING_FOR_QUOTA
+    } else {
+        reason::NO_MATCHING_FLAVOR
+    }
+}

@@ -1,0 +1,171 @@
+//! The controller's view of the cluster: every object it watches, by key, in sorted maps so that
+//! every pass over them happens in the same order on every run.
+//!
+//! Updated from watch events and from the controller's own write responses, whichever is newer:
+//! a watch may still deliver an older version after a write returned a newer one.
+
+use std::collections::BTreeMap;
+
+use api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use k8s_openapi::api::batch::v1::Job;
+use kube::Resource;
+use kube::ResourceExt;
+
+/// `namespace/name` (or `name` for cluster-scoped objects).
+pub type Key = String;
+
+pub fn key_of<K: Resource>(obj: &K) -> Key {
+    match obj.meta().namespace.as_deref() {
+        Some(ns) => format!("{ns}/{}", obj.meta().name.as_deref().unwrap_or_default()),
+        None => obj.meta().name.clone().unwrap_or_default(),
+    }
+}
+
+/// One kind's objects.
+#[derive(Debug)]
+pub struct Objects<K> {
+    items: BTreeMap<Key, K>,
+}
+
+impl<K> Default for Objects<K> {
+    fn default() -> Self {
+        Objects {
+            items: BTreeMap::new(),
+        }
+    }
+}
+
+impl<K: Resource + Clone> Objects<K> {
+    /// Stores `obj` unless what is stored is newer. Returns whether it changed.
+    pub fn apply(&mut self, obj: K) -> bool {
+        let key = key_of(&obj);
+        if let Some(old) = self.items.get(&key)
+            && !newer(&obj, old)
+        {
+            return false;
+        }
+        self.items.insert(key, obj);
+        true
+    }
+
+    pub fn delete(&mut self, obj: &K) -> Option<K> {
+        self.items.remove(&key_of(obj))
+    }
+
+    pub fn get(&self, key: &str) -> Option<&K> {
+        self.items.get(key)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &K)> {
+        self.items.iter()
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &K> {
+        self.items.values()
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &Key> {
+        self.items.keys()
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Replaces everything (a watch's re-list), keeping stored objects that are newer.
+    pub fn replace_all(&mut self, objs: Vec<K>) {
+        let mut fresh = BTreeMap::new();
+        for obj in objs {
+            let key = key_of(&obj);
+            let keep = match self.items.remove(&key) {
+                Some(old) if !newer(&obj, &old) && old.meta().uid == obj.meta().uid => old,
+                _ => obj,
+            };
+            fresh.insert(key, keep);
+        }
+        self.items = fresh;
+    }
+}
+
+/// Whether `a` is a newer version than `b`. resourceVersions are opaque to clients in theory;
+/// every API server in practice (etcd revisions, the fake's counter) hands out increasing
+/// integers, and comparing them is what keeps a late watch event from undoing a write.
+fn newer<K: Resource>(a: &K, b: &K) -> bool {
+    if a.meta().uid != b.meta().uid {
+        return true;
+    }
+    let rv = |k: &K| {
+        k.meta()
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    match (rv(a), rv(b)) {
+        (Some(x), Some(y)) => x > y,
+        _ => a.meta().resource_version != b.meta().resource_version,
+    }
+}
+
+/// Everything the controller watches.
+#[derive(Debug, Default)]
+pub struct World {
+    pub flavors: Objects<ResourceFlavor>,
+    pub cluster_queues: Objects<ClusterQueue>,
+    pub local_queues: Objects<LocalQueue>,
+    pub admission_checks: Objects<AdmissionCheck>,
+    pub workloads: Objects<Workload>,
+    pub jobs: Objects<Job>,
+}
+
+impl World {
+    /// The LocalQueue a workload names, if it exists.
+    pub fn local_queue_of(&self, wl: &Workload) -> Option<&LocalQueue> {
+        let name = wl.spec.queue_name.as_deref()?;
+        self.local_queues
+            .get(&format!("{}/{name}", wl.namespace().unwrap_or_default()))
+    }
+
+    /// The ClusterQueue behind a workload's LocalQueue, if both exist.
+    pub fn cluster_queue_of(&self, wl: &Workload) -> Option<&ClusterQueue> {
+        let lq = self.local_queue_of(wl)?;
+        self.cluster_queues.get(&lq.spec.cluster_queue)
+    }
+
+    /// The ClusterQueue a workload is (or would be) counted in: its admission's, else its queue's.
+    pub fn cluster_queue_name_of(&self, wl: &Workload) -> Option<String> {
+        if let Some(a) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) {
+            return Some(a.cluster_queue.clone());
+        }
+        self.local_queue_of(wl)
+            .map(|lq| lq.spec.cluster_queue.clone())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn flavor(rv: &str) -> ResourceFlavor {
+        let mut f = ResourceFlavor::new("f", Default::default());
+        f.metadata.resource_version = Some(rv.into());
+        f.metadata.uid = Some("u".into());
+        f
+    }
+
+    #[test]
+    fn a_late_older_event_does_not_undo_a_newer_write() {
+        let mut objs = Objects::default();
+        assert!(objs.apply(flavor("10")));
+        assert!(!objs.apply(flavor("9")));
+        assert_eq!(
+            objs.get("f").unwrap().metadata.resource_version.as_deref(),
+            Some("10")
+        );
+        assert!(objs.apply(flavor("11")));
+    }
+}

@@ -1,0 +1,91 @@
+//! Workload facts and decisions, kept pure as Kueue keeps `pkg/workload`: what state a workload is
+//! in, and what its lifecycle asks for next (admission checks, eviction, requeueing).
+
+pub mod checks;
+pub mod conditions;
+pub mod lifecycle;
+
+use api::constants::{workload_condition as cond, workload_reason as reason};
+use api::kueue::{CheckState, Workload};
+
+/// `namespace/name`, the key Kueue logs and messages use.
+pub fn key(wl: &Workload) -> String {
+    format!(
+        "{}/{}",
+        wl.metadata.namespace.as_deref().unwrap_or_default(),
+        wl.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+pub fn has_quota_reservation(wl: &Workload) -> bool {
+    status_true(wl, cond::QUOTA_RESERVED)
+}
+
+pub fn is_admitted(wl: &Workload) -> bool {
+    status_true(wl, cond::ADMITTED)
+}
+
+pub fn is_finished(wl: &Workload) -> bool {
+    status_true(wl, cond::FINISHED)
+}
+
+pub fn is_evicted(wl: &Workload) -> bool {
+    status_true(wl, cond::EVICTED)
+}
+
+/// `spec.active` defaults to true.
+pub fn is_active(wl: &Workload) -> bool {
+    wl.spec.active.unwrap_or(true)
+}
+
+pub fn priority(wl: &Workload) -> i32 {
+    wl.spec.priority.unwrap_or(0)
+}
+
+pub fn all_checks_ready(wl: &Workload) -> bool {
+    wl.status.as_ref().is_none_or(|s| {
+        s.admission_checks
+            .iter()
+            .all(|c| c.state == CheckState::Ready)
+    })
+}
+
+/// Whether the workload may be considered by the scheduler: active, unfinished, holding no quota,
+/// and not waiting out a backoff or a stop.
+pub fn is_queueable(wl: &Workload, now: jiff::Timestamp) -> bool {
+    if !is_active(wl) || is_finished(wl) || has_quota_reservation(wl) {
+        return false;
+    }
+    if wl.metadata.deletion_timestamp.is_some() {
+        return false;
+    }
+    let Some(status) = &wl.status else {
+        return true;
+    };
+    if let Some(at) = status
+        .requeue_state
+        .as_ref()
+        .and_then(|r| r.requeue_at.as_ref())
+        && at.0 > now
+    {
+        return false;
+    }
+    match conditions::find(&status.conditions, cond::REQUEUED) {
+        Some(c) if c.status == "False" => {
+            !matches!(
+                c.reason.as_str(),
+                reason::ADMISSION_CHECK
+                    | reason::PODS_READY_TIMEOUT
+                    | reason::CLUSTER_QUEUE_STOPPED
+                    | reason::LOCAL_QUEUE_STOPPED
+            ) && !c.reason.starts_with("Deactivated")
+        }
+        _ => true,
+    }
+}
+
+fn status_true(wl: &Workload, type_: &str) -> bool {
+    wl.status
+        .as_ref()
+        .is_some_and(|s| conditions::is_true(&s.conditions, type_))
+}

@@ -1,0 +1,172 @@
+//! Writes to the API server, and the Events the controller records.
+//!
+//! Every write carries the resourceVersion the decision was made on, so a decision taken on a
+//! stale view fails with a conflict instead of overwriting someone else's change; the loop then
+//! decides again on the newer version the watch brings.
+
+use std::fmt::Debug;
+
+use kube::api::{Api, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// The `reportingController` of Kueue's events.
+pub const REPORTER: &str = "kueue-admission";
+
+/// The field manager of the controller's writes.
+pub const FIELD_MANAGER: &str = "kueue";
+
+/// What became of a write.
+#[derive(Debug)]
+pub enum Written<K> {
+    Ok(K),
+    /// Someone else changed the object first (409) or it is gone (404): decide again later.
+    Stale,
+}
+
+#[derive(Clone)]
+pub struct Writer {
+    client: Client,
+    recorder: Recorder,
+}
+
+impl Writer {
+    pub fn new(client: Client) -> Self {
+        let recorder = Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: REPORTER.into(),
+                instance: None,
+            },
+        );
+        Writer { client, recorder }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn api<K: Scoped>(&self, obj: &K) -> Api<K> {
+        K::api(self.client.clone(), obj)
+    }
+
+    /// PUT the status subresource.
+    pub async fn replace_status<K>(&self, obj: &K) -> Result<Written<K>, kube::Error>
+    where
+        K: Scoped + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        let pp = PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        settle(
+            self.api(obj)
+                .replace_status(&obj.name_any(), &pp, obj)
+                .await,
+        )
+    }
+
+    /// PUT the object.
+    pub async fn replace<K>(&self, obj: &K) -> Result<Written<K>, kube::Error>
+    where
+        K: Scoped + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        let pp = PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        settle(self.api(obj).replace(&obj.name_any(), &pp, obj).await)
+    }
+
+    /// POST a namespaced object; an existing one counts as stale (the watch will bring it).
+    pub async fn create<K>(&self, obj: &K) -> Result<Written<K>, kube::Error>
+    where
+        K: Scoped + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        let pp = PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        settle(self.api(obj).create(&pp, obj).await)
+    }
+
+    /// Records an Event about `obj`. Failing to record is logged, never fatal, as in Kueue.
+    pub async fn event<K>(&self, obj: &K, warning: bool, reason: &str, message: &str)
+    where
+        K: Resource<DynamicType = ()>,
+    {
+        let ev = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(truncate_event_message(message)),
+            action: reason.into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
+            tracing::warn!(reason, error = %e, "recording an event");
+        }
+    }
+}
+
+fn settle<K>(result: Result<K, kube::Error>) -> Result<Written<K>, kube::Error> {
+    match result {
+        Ok(obj) => Ok(Written::Ok(obj)),
+        Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => Ok(Written::Stale),
+        Err(e) => Err(e),
+    }
+}
+
+/// Event notes are limited to 1 KiB.
+fn truncate_event_message(message: &str) -> String {
+    const MAX: usize = 1024;
+    if message.len() <= MAX {
+        return message.to_owned();
+    }
+    let mut end = MAX - 3;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &message[..end])
+}
+
+/// How to reach an object's kind: namespaced or cluster-wide.
+pub trait Scoped: Resource<DynamicType = ()> + Sized {
+    fn api(client: Client, obj: &Self) -> Api<Self>;
+}
+
+macro_rules! namespaced {
+    ($($k:ty),*) => {$(
+        impl Scoped for $k {
+            fn api(client: Client, obj: &Self) -> Api<Self> {
+                Api::namespaced(client, &obj.namespace().unwrap_or_default())
+            }
+        }
+    )*};
+}
+
+macro_rules! cluster_scoped {
+    ($($k:ty),*) => {$(
+        impl Scoped for $k {
+            fn api(client: Client, _obj: &Self) -> Api<Self> {
+                Api::all(client)
+            }
+        }
+    )*};
+}
+
+namespaced!(
+    api::kueue::Workload,
+    api::kueue::LocalQueue,
+    k8s_openapi::api::batch::v1::Job
+);
+cluster_scoped!(
+    api::kueue::ClusterQueue,
+    api::kueue::ResourceFlavor,
+    api::kueue::AdmissionCheck
+);

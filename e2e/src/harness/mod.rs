@@ -1,0 +1,8 @@
+//! The components scenarios and tests can start beside the fake API server: Tollgate's controller,
+//! and the fake job runner that plays the Job controller and kubelet in embedded worlds.
+
+pub mod controller;
+pub mod job_runner;
+
+pub use controller::ControllerComponent;
+pub use job_runner::JobRunner;
