@@ -208,7 +208,7 @@ impl Loop {
         match change {
             Change::Flavor(e) => {
                 for (old, new) in on_event(&mut w.flavors, &mut l.flavors, s, "ResourceFlavor", e) {
-                    r.flavor_changed(old.as_ref(), new.as_ref());
+                    r.flavor_changed(w, old.as_ref(), new.as_ref());
                 }
             }
             Change::ClusterQueue(e) => {

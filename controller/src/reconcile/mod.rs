@@ -131,9 +131,21 @@ impl Reconciler {
         }
     }
 
-    pub fn flavor_changed(&mut self, _old: Option<&ResourceFlavor>, _new: Option<&ResourceFlavor>) {
-        // Flavors affect every queue: activity, taints, labels.
+    pub fn flavor_changed(
+        &mut self,
+        world: &World,
+        _old: Option<&ResourceFlavor>,
+        _new: Option<&ResourceFlavor>,
+    ) {
+        // Flavors affect every queue: whether it is active, and its taints and labels.
         self.requeue.insert(String::new());
+        self.dirty_cluster_queues
+            .extend(world.cluster_queues.keys().cloned());
+        let lqs: Vec<Key> = world.local_queues.keys().cloned().collect();
+        for lq in lqs {
+            self.dirty_local_queues.insert(lq.clone());
+            self.dirty_workloads_of_local_queue(world, &lq);
+        }
     }
 
     pub fn cluster_queue_changed(
@@ -209,7 +221,18 @@ impl Reconciler {
             .collect();
         for cq in users {
             self.dirty_cluster_queues.insert(cq.clone());
-            self.requeue.insert(cq);
+            self.requeue.insert(cq.clone());
+            // Whether the queue is active may have changed, and with it where its workloads wait.
+            let lqs: Vec<Key> = world
+                .local_queues
+                .iter()
+                .filter(|(_, lq)| lq.spec.cluster_queue == cq)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for lq in lqs {
+                self.dirty_local_queues.insert(lq.clone());
+                self.dirty_workloads_of_local_queue(world, &lq);
+            }
         }
     }
 

@@ -17,6 +17,8 @@ impl Reconciler {
             let Some(wl) = world.workloads.get(&key).cloned() else {
                 continue;
             };
+            // Its queues may have appeared, changed or become active since it last changed.
+            self.place(world, &key, Some(&wl));
             let lq = world.local_queue_of(&wl).cloned();
             let cq = world.cluster_queue_of(&wl).cloned();
             let cq_active = cq
