@@ -157,6 +157,8 @@ impl Reconciler {
             cluster_queue: cq.to_owned(),
             pod_set_assignments: assignment.to_api(),
         });
+        // The admission's resourceUsage supersedes the pending requests, as in Kueue.
+        status.resource_requests.clear();
         let message = format!("Quota reserved in ClusterQueue {cq}");
         lifecycle::set(
             status,
