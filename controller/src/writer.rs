@@ -104,7 +104,8 @@ impl Writer {
                 EventType::Normal
             },
             reason: reason.into(),
-            note: Some(truncate_event_message(message)),
+            // Event notes are limited to 1 KiB.
+            note: Some(crate::workload::conditions::truncate(message, 1024)),
             action: reason.into(),
             secondary: None,
         };
@@ -120,19 +121,6 @@ fn settle<K>(result: Result<K, kube::Error>) -> Result<Written<K>, kube::Error> 
         Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => Ok(Written::Stale),
         Err(e) => Err(e),
     }
-}
-
-/// Event notes are limited to 1 KiB.
-fn truncate_event_message(message: &str) -> String {
-    const MAX: usize = 1024;
-    if message.len() <= MAX {
-        return message.to_owned();
-    }
-    let mut end = MAX - 3;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &message[..end])
 }
 
 /// How to reach an object's kind: namespaced or cluster-wide.

@@ -8,20 +8,23 @@ use fake_apiserver::FakeApiServer;
 use k8s_openapi::api::coordination::v1::Lease as LeaseObject;
 use kube::Api;
 
-fn start() -> jiff::Timestamp {
-    "2026-01-01T00:00:00Z".parse().expect("time")
-}
-
-#[tokio::test(start_paused = true)]
-async fn one_replica_holds_the_lease_until_it_stops_renewing() {
+/// A server on virtual time and two replicas, `a` and `b`, competing for one Lease.
+fn two_replicas() -> (FakeApiServer, Lease, Lease) {
+    let start: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().expect("time");
     let server = FakeApiServer::builder()
-        .start_time(start())
+        .start_time(start)
         .build()
         .expect("server");
     let (wall, at) = server.clock().anchor();
     let clock = Clock::anchored(wall, at);
     let a = Lease::new(server.client(), "default", "tollgate", "a", clock);
     let b = Lease::new(server.client(), "default", "tollgate", "b", clock);
+    (server, a, b)
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_replica_holds_the_lease_until_it_stops_renewing() {
+    let (server, a, b) = two_replicas();
 
     assert!(
         a.try_acquire_or_renew().await.expect("a"),
@@ -56,14 +59,7 @@ async fn one_replica_holds_the_lease_until_it_stops_renewing() {
 
 #[tokio::test(start_paused = true)]
 async fn the_work_runs_only_while_leading() {
-    let server = FakeApiServer::builder()
-        .start_time(start())
-        .build()
-        .expect("server");
-    let (wall, at) = server.clock().anchor();
-    let clock = Clock::anchored(wall, at);
-    let a = Lease::new(server.client(), "default", "tollgate", "a", clock);
-    let b = Lease::new(server.client(), "default", "tollgate", "b", clock);
+    let (_server, a, b) = two_replicas();
     assert!(a.try_acquire_or_renew().await.expect("a"));
     let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = ran.clone();

@@ -141,11 +141,7 @@ impl Reconciler {
         self.requeue.insert(String::new());
         self.dirty_cluster_queues
             .extend(world.cluster_queues.keys().cloned());
-        let lqs: Vec<Key> = world.local_queues.keys().cloned().collect();
-        for lq in lqs {
-            self.dirty_local_queues.insert(lq.clone());
-            self.dirty_workloads_of_local_queue(world, &lq);
-        }
+        self.dirty_local_queues_of(world, None);
     }
 
     pub fn cluster_queue_changed(
@@ -167,12 +163,7 @@ impl Reconciler {
             self.requeue.insert(name.clone());
             self.requeue.extend(self.cohort_of(world, &name));
             // Queue membership, checks and blockers of every workload of this queue may change.
-            for (key, lq) in world.local_queues.iter() {
-                if lq.spec.cluster_queue == name {
-                    self.dirty_local_queues.insert(key.clone());
-                    self.dirty_workloads_of_local_queue(world, key);
-                }
-            }
+            self.dirty_local_queues_of(world, Some(&name));
             if let Some(keys) = self.reserving.get(&name) {
                 self.dirty_workloads.extend(keys.iter().cloned());
             }
@@ -189,17 +180,32 @@ impl Reconciler {
         let key = key_of(lq);
         self.dirty_local_queues.insert(key.clone());
         if old.map(|o| &o.spec) != new.map(|n| &n.spec) {
-            self.dirty_workloads_of_local_queue(world, &key);
+            self.dirty_workloads_of(world, &BTreeSet::from([key]));
         }
     }
 
-    fn dirty_workloads_of_local_queue(&mut self, world: &World, lq: &str) {
-        let Some((ns, name)) = lq.split_once('/') else {
+    /// Marks the LocalQueues of a ClusterQueue (or all, with `None`) and their workloads.
+    fn dirty_local_queues_of(&mut self, world: &World, cq: Option<&str>) {
+        let lqs: BTreeSet<Key> = world
+            .local_queues
+            .iter()
+            .filter(|(_, lq)| cq.is_none_or(|cq| lq.spec.cluster_queue == cq))
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.dirty_local_queues.extend(lqs.iter().cloned());
+        self.dirty_workloads_of(world, &lqs);
+    }
+
+    /// Marks the workloads submitted to these LocalQueues, in one pass over the workloads.
+    fn dirty_workloads_of(&mut self, world: &World, lqs: &BTreeSet<Key>) {
+        if lqs.is_empty() {
             return;
-        };
+        }
         for (key, wl) in world.workloads.iter() {
-            if wl.namespace().as_deref() == Some(ns) && wl.spec.queue_name.as_deref() == Some(name)
-            {
+            let (Some(ns), Some(q)) = (wl.namespace(), wl.spec.queue_name.as_deref()) else {
+                continue;
+            };
+            if lqs.contains(&format!("{ns}/{q}")) {
                 self.dirty_workloads.insert(key.clone());
             }
         }
@@ -223,16 +229,7 @@ impl Reconciler {
             self.dirty_cluster_queues.insert(cq.clone());
             self.requeue.insert(cq.clone());
             // Whether the queue is active may have changed, and with it where its workloads wait.
-            let lqs: Vec<Key> = world
-                .local_queues
-                .iter()
-                .filter(|(_, lq)| lq.spec.cluster_queue == cq)
-                .map(|(k, _)| k.clone())
-                .collect();
-            for lq in lqs {
-                self.dirty_local_queues.insert(lq.clone());
-                self.dirty_workloads_of_local_queue(world, &lq);
-            }
+            self.dirty_local_queues_of(world, Some(&cq));
         }
     }
 
@@ -307,19 +304,13 @@ impl Reconciler {
             if !crate::status::cluster_queue_active(cq, world).0 {
                 return None;
             }
-            let created = wl
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|t| t.0.as_second())
-                .unwrap_or(0);
             Some((
                 key_of(lq),
                 (
                     lq.spec.cluster_queue.clone(),
                     Entry {
                         priority: std::cmp::Reverse(workload::priority(wl)),
-                        timestamp: created,
+                        timestamp: workload::queue_order_time(wl),
                         key: key.to_owned(),
                     },
                 ),

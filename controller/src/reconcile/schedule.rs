@@ -1,7 +1,7 @@
 //! The scheduling cycle: take the head of every ClusterQueue, assign flavors against a snapshot of
 //! quota, and reserve quota for what fits, preempt for what could fit, and tell the rest why not.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use api::constants::{workload_condition as cond, workload_reason as reason};
 use api::kueue::{Admission, Workload, WorkloadStatus};
@@ -15,7 +15,7 @@ use crate::scheduler::{
     Assignment, ClusterQueueSnapshot, Mode, PendingWorkload, PodSetRequest, ReservedWorkload,
     Snapshot, Target, find_targets, preemption_message,
 };
-use crate::state::World;
+use crate::state::{Key, World};
 use crate::workload::{self, checks, conditions, lifecycle};
 use crate::writer::Written;
 
@@ -35,7 +35,7 @@ impl Reconciler {
             if heads.is_empty() {
                 break;
             }
-            let snap = snapshot.get_or_insert_with(|| build_snapshot(world));
+            let snap = snapshot.get_or_insert_with(|| build_snapshot(world, &self.reserving));
             // Order the heads as Kueue does: those within nominal quota first, then priority,
             // then age.
             let mut entries = vec![];
@@ -131,12 +131,7 @@ impl Reconciler {
             key: workload::key(wl),
             uid: wl.uid().unwrap_or_default(),
             priority: workload::priority(wl),
-            queue_order_time: wl
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|t| t.0.as_second())
-                .unwrap_or(0),
+            queue_order_time: workload::queue_order_time(wl),
             podsets,
         }
     }
@@ -350,8 +345,9 @@ impl Reconciler {
     }
 }
 
-/// The snapshot of quota: every ClusterQueue and the workloads holding quota in it.
-fn build_snapshot(world: &World) -> Snapshot {
+/// The snapshot of quota: every ClusterQueue and the workloads holding quota in it (`reserving`,
+/// the reconciler's index, so a cycle does not scan every workload).
+fn build_snapshot(world: &World, reserving: &BTreeMap<String, BTreeSet<Key>>) -> Snapshot {
     let mut snapshot = Snapshot {
         flavors: world
             .flavors
@@ -368,12 +364,9 @@ fn build_snapshot(world: &World) -> Snapshot {
             Err(e) => tracing::warn!(cluster_queue = %name, error = %e, "skipping ClusterQueue"),
         }
     }
-    for wl in world.workloads.values() {
-        if !workload::has_quota_reservation(wl) || workload::is_finished(wl) {
-            continue;
-        }
-        if let Some(a) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) {
-            snapshot.add_workload(&a.cluster_queue, reserved_workload(wl));
+    for (cq, keys) in reserving {
+        for wl in keys.iter().filter_map(|k| world.workloads.get(k)) {
+            snapshot.add_workload(cq, reserved_workload(wl));
         }
     }
     snapshot
@@ -390,12 +383,7 @@ fn reserved_workload(wl: &Workload) -> ReservedWorkload {
         uid: wl.uid().unwrap_or_default(),
         priority: workload::priority(wl),
         reserved_at,
-        queue_order_time: wl
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|t| t.0.as_second())
-            .unwrap_or(0),
+        queue_order_time: workload::queue_order_time(wl),
         evicted: workload::is_evicted(wl),
         usage: crate::status::admission_usage(wl),
     }

@@ -56,11 +56,15 @@ pub fn remove(conditions: &mut Vec<Condition>, type_: &str) -> bool {
 
 /// Kueue truncates condition messages to 32 KiB.
 pub fn truncate_message(message: &str) -> String {
-    const MAX: usize = 32 * 1024;
-    if message.len() <= MAX {
+    truncate(message, 32 * 1024)
+}
+
+/// `message` cut to at most `max` bytes, ending in `...` when cut, never inside a character.
+pub fn truncate(message: &str, max: usize) -> String {
+    if message.len() <= max {
         return message.to_owned();
     }
-    let mut end = MAX - 3;
+    let mut end = max.saturating_sub(3);
     while !message.is_char_boundary(end) {
         end -= 1;
     }

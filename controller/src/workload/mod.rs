@@ -42,6 +42,15 @@ pub fn priority(wl: &Workload) -> i32 {
     wl.spec.priority.unwrap_or(0)
 }
 
+/// The timestamp that orders a queue: creation, in seconds.
+pub fn queue_order_time(wl: &Workload) -> i64 {
+    wl.metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.as_second())
+        .unwrap_or(0)
+}
+
 pub fn all_checks_ready(wl: &Workload) -> bool {
     wl.status.as_ref().is_none_or(|s| {
         s.admission_checks
