@@ -166,8 +166,14 @@ pub fn gate(config: &Configuration, name: &str) -> bool {
         .feature_gates
         .get(name)
         .copied()
-        .unwrap_or(name == "UnadmittedWorkloadsObservability")
+        .unwrap_or(DEFAULT_ON.contains(&name))
 }
+
+/// Gates Kueue enables by default that change what Tollgate does.
+const DEFAULT_ON: &[&str] = &[
+    "UnadmittedWorkloadsObservability",
+    "SchedulingEquivalenceHashing",
+];
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

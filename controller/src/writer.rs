@@ -61,11 +61,13 @@ impl Writer {
             field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         };
-        settle(
+        let written = settle(
             self.api(obj)
                 .replace_status(&obj.name_any(), &pp, obj)
                 .await,
-        )
+        );
+        log_write("status", obj, &written);
+        written
     }
 
     /// PUT the object.
@@ -77,7 +79,9 @@ impl Writer {
             field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         };
-        settle(self.api(obj).replace(&obj.name_any(), &pp, obj).await)
+        let written = settle(self.api(obj).replace(&obj.name_any(), &pp, obj).await);
+        log_write("update", obj, &written);
+        written
     }
 
     /// POST a namespaced object; an existing one counts as stale (the watch will bring it).
@@ -89,7 +93,9 @@ impl Writer {
             field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         };
-        settle(self.api(obj).create(&pp, obj).await)
+        let written = settle(self.api(obj).create(&pp, obj).await);
+        log_write("create", obj, &written);
+        written
     }
 
     /// Records an Event about `obj`. Failing to record is logged, never fatal, as in Kueue.
@@ -109,10 +115,32 @@ impl Writer {
             action: reason.into(),
             secondary: None,
         };
+        tracing::debug!(reason, message, "event");
         if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
             tracing::warn!(reason, error = %e, "recording an event");
         }
     }
+}
+
+/// One debug line per write (`RUST_LOG=controller=debug`), to see what the loop does.
+fn log_write<K: Resource<DynamicType = ()>>(
+    verb: &str,
+    obj: &K,
+    written: &Result<Written<K>, kube::Error>,
+) {
+    let outcome = match written {
+        Ok(Written::Ok(_)) => "ok",
+        Ok(Written::Stale) => "stale",
+        Err(_) => "error",
+    };
+    tracing::debug!(
+        verb,
+        kind = %K::kind(&()),
+        namespace = obj.meta().namespace.as_deref().unwrap_or(""),
+        name = obj.meta().name.as_deref().unwrap_or(""),
+        outcome,
+        "write"
+    );
 }
 
 fn settle<K>(result: Result<K, kube::Error>) -> Result<Written<K>, kube::Error> {

@@ -4,12 +4,14 @@
 //!   in this process, on virtual time.
 //! - [`Cluster`]: what the engine needs of a cluster; [`EmbeddedCluster`] is the fake.
 //! - [`scenario`]: YAML scenario files, checked before they run, then run step by step.
+//! - [`perf`]: Kueue's scheduler performance benchmark, run on virtual time.
 //! - [`trace`]: the deterministic record of what changed, compared as an `insta` snapshot.
 
 pub mod cluster;
 pub mod env;
 pub mod harness;
 pub mod json;
+pub mod perf;
 pub mod scenario;
 pub mod snapshot;
 pub mod trace;

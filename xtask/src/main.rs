@@ -33,7 +33,8 @@ enum Command {
         crds: Vec<String>,
     },
     /// Run the benchmarks (optimised build) and print their results as Markdown tables: the fake
-    /// API server's, then the wall time of each scenario and of the whole suite.
+    /// API server's, the wall time of each scenario and of the whole suite, then Kueue's
+    /// scheduler performance baseline against the controller.
     Bench,
     /// Run the YAML scenarios in e2e/scenarios/ with a summary, comparing each trace with its
     /// snapshot.
@@ -108,6 +109,15 @@ fn main() -> anyhow::Result<()> {
                 "scenarios",
             ]);
             cmd.args(["--", "--bench", "5"]);
+            run(cmd)?;
+            let mut cmd = cargo();
+            cmd.args([
+                "bench",
+                "--package",
+                "e2e",
+                "--bench",
+                "scheduling",
+            ]);
             run(cmd)
         }
         Command::Scenarios { filter, accept } => {

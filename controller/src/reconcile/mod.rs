@@ -18,13 +18,17 @@ use kube::{Resource, ResourceExt};
 use crate::clock::Clock;
 use crate::manager::{Error, Options};
 use crate::resources::Transformer;
-use crate::scheduler::queue::{Entry, Queues};
+use crate::scheduler::queue::{Entry, Queues, equivalence_hash};
 use crate::state::{Key, World, key_of};
 use crate::workload;
 use crate::writer::Writer;
 
 /// Passes per reconcile before yielding to the watch streams again.
 const MAX_ROUNDS: usize = 64;
+
+/// How long queue status waits after a workload changes, so that a burst of changes makes one
+/// write: Kueue's `UpdatesBatchPeriod`. Changes to the queues themselves are written at once.
+const STATUS_BATCH_PERIOD: jiff::SignedDuration = jiff::SignedDuration::from_secs(1);
 
 pub struct Reconciler {
     writer: Writer,
@@ -37,6 +41,9 @@ pub struct Reconciler {
     dirty_local_queues: BTreeSet<Key>,
     /// Workloads to look at again at a time (backoffs).
     wake: BTreeMap<Key, Timestamp>,
+    /// Queue status to bring up to date at a time, after workload changes.
+    cq_status_due: BTreeMap<String, Timestamp>,
+    lq_status_due: BTreeMap<Key, Timestamp>,
     /// Unfinished workloads holding quota, per ClusterQueue.
     reserving: BTreeMap<String, BTreeSet<Key>>,
     /// Queued workloads per LocalQueue.
@@ -47,12 +54,16 @@ pub struct Reconciler {
     workload_of_job: BTreeMap<String, Key>,
     /// ClusterQueues whose queues must be tried again.
     requeue: BTreeSet<String>,
+    /// The SchedulingEquivalenceHashing gate.
+    equivalence_hashing: bool,
 }
 
 impl Reconciler {
     pub fn new(writer: Writer, options: Options) -> Self {
         // The configuration was validated at load, transformations included.
         let transformer = Transformer::new(options.config.resources.as_ref()).unwrap_or_default();
+        let equivalence_hashing =
+            crate::config::gate(&options.config, "SchedulingEquivalenceHashing");
         Reconciler {
             writer,
             options,
@@ -63,11 +74,14 @@ impl Reconciler {
             dirty_cluster_queues: BTreeSet::new(),
             dirty_local_queues: BTreeSet::new(),
             wake: BTreeMap::new(),
+            cq_status_due: BTreeMap::new(),
+            lq_status_due: BTreeMap::new(),
             reserving: BTreeMap::new(),
             lq_pending: BTreeMap::new(),
             lq_of: BTreeMap::new(),
             workload_of_job: BTreeMap::new(),
             requeue: BTreeSet::new(),
+            equivalence_hashing,
         }
     }
 
@@ -77,7 +91,11 @@ impl Reconciler {
 
     /// When the loop must wake even if nothing changes.
     pub fn next_wake(&self) -> Option<Timestamp> {
-        self.wake.values().min().copied()
+        let status = self
+            .cq_status_due
+            .values()
+            .chain(self.lq_status_due.values());
+        self.wake.values().chain(status).min().copied()
     }
 
     /// Marks the workloads whose time has come.
@@ -92,6 +110,32 @@ impl Reconciler {
         for key in due {
             self.wake.remove(&key);
             self.dirty_workloads.insert(key);
+        }
+        let due = |map: &mut BTreeMap<String, Timestamp>| {
+            let (due, later) = std::mem::take(map)
+                .into_iter()
+                .partition(|(_, t)| *t <= now);
+            *map = later;
+            due.into_keys().collect::<Vec<String>>()
+        };
+        self.dirty_cluster_queues
+            .extend(due(&mut self.cq_status_due));
+        self.dirty_local_queues.extend(due(&mut self.lq_status_due));
+    }
+
+    /// Queue status after a workload change: written once the batch period has passed.
+    fn queue_status_soon(&mut self, cq: Option<String>, lq: Option<Key>) {
+        let at = self
+            .options
+            .clock
+            .now()
+            .saturating_add(STATUS_BATCH_PERIOD)
+            .unwrap_or_else(|_| self.options.clock.now());
+        if let Some(cq) = cq {
+            self.cq_status_due.entry(cq).or_insert(at);
+        }
+        if let Some(lq) = lq {
+            self.lq_status_due.entry(lq).or_insert(at);
         }
     }
 
@@ -257,12 +301,9 @@ impl Reconciler {
         }
         // Status of the queues it was and is counted in.
         for wl in [old, new].into_iter().flatten() {
-            if let Some(cq) = world.cluster_queue_name_of(wl) {
-                self.dirty_cluster_queues.insert(cq);
-            }
-            if let (Some(ns), Some(q)) = (wl.namespace(), wl.spec.queue_name.as_deref()) {
-                self.dirty_local_queues.insert(format!("{ns}/{q}"));
-            }
+            let lq = (wl.namespace().zip(wl.spec.queue_name.as_deref()))
+                .map(|(ns, q)| format!("{ns}/{q}"));
+            self.queue_status_soon(world.cluster_queue_name_of(wl), lq);
         }
         // Quota held.
         let holds =
@@ -312,6 +353,9 @@ impl Reconciler {
                         priority: std::cmp::Reverse(workload::priority(wl)),
                         timestamp: workload::queue_order_time(wl),
                         key: key.to_owned(),
+                        shape: self
+                            .equivalence_hashing
+                            .then(|| equivalence_hash(&self.pending_workload(wl))),
                     },
                 ),
             ))

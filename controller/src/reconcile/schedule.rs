@@ -11,6 +11,7 @@ use super::Reconciler;
 use super::workloads::queued_wait;
 use crate::manager::Error;
 use crate::resources;
+use crate::scheduler::queue::Parked;
 use crate::scheduler::{
     Assignment, ClusterQueueSnapshot, Mode, PendingWorkload, PodSetRequest, ReservedWorkload,
     Snapshot, Target, find_targets, preemption_message,
@@ -52,6 +53,13 @@ impl Reconciler {
             let mut preempted: BTreeSet<String> = BTreeSet::new();
             for (_, entry, cq, wl, pending) in entries {
                 let assignment = crate::scheduler::assign_flavors(snap, &cq, &pending);
+                tracing::debug!(
+                    workload = %entry.key,
+                    cluster_queue = %cq,
+                    mode = ?assignment.mode,
+                    borrows = assignment.borrows,
+                    "attempting to schedule"
+                );
                 self.options.metrics.attempt(assignment.mode == Mode::Fit);
                 match assignment.mode {
                     Mode::Fit => {
@@ -60,12 +68,23 @@ impl Reconciler {
                             self.queues.admitted(&entry.key);
                             progressed = true;
                         } else {
-                            self.queues.park(&cq, entry);
+                            self.queues.park(&cq, entry, Parked::Other);
                         }
                     }
                     Mode::Preempt => {
                         let targets = find_targets(snap, &cq, &pending, &assignment);
                         let overlapping = targets.iter().any(|t| preempted.contains(&t.key));
+                        tracing::debug!(
+                            workload = %entry.key,
+                            targets = ?targets.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(),
+                            overlapping,
+                            "preemption targets"
+                        );
+                        let why = if targets.is_empty() {
+                            Parked::NoFit
+                        } else {
+                            Parked::Other
+                        };
                         let message = if targets.is_empty() || overlapping {
                             assignment.message()
                         } else {
@@ -73,6 +92,10 @@ impl Reconciler {
                                 preempted.insert(t.key.clone());
                                 self.preempt(world, snap, &wl, &cq, t).await?;
                             }
+                            // As in Kueue, the victims hold their quota until it is released
+                            // and the preemptor's share is set aside on top, so nothing else
+                            // in the cohort takes the room in this cycle.
+                            snap.set_aside(&cq, &assignment.usage);
                             progressed = true;
                             format!(
                                 "{}. Pending the preemption of {} workload(s)",
@@ -83,14 +106,14 @@ impl Reconciler {
                         progressed |= self
                             .still_pending(world, &wl, reason::WAITING_FOR_QUOTA, &message)
                             .await?;
-                        self.queues.park(&cq, entry);
+                        self.queues.park(&cq, entry, why);
                     }
                     Mode::NoFit => {
                         let why = no_fit_reason(&assignment);
                         progressed |= self
                             .still_pending(world, &wl, why, &assignment.message())
                             .await?;
-                        self.queues.park(&cq, entry);
+                        self.queues.park(&cq, entry, Parked::NoFit);
                     }
                 }
             }
@@ -99,7 +122,7 @@ impl Reconciler {
     }
 
     /// What the scheduler needs to know of a workload: its requests after transformations.
-    fn pending_workload(&self, wl: &Workload) -> PendingWorkload {
+    pub(super) fn pending_workload(&self, wl: &Workload) -> PendingWorkload {
         let podsets = wl
             .spec
             .pod_sets
@@ -235,7 +258,7 @@ impl Reconciler {
     async fn preempt(
         &mut self,
         world: &mut World,
-        snapshot: &mut Snapshot,
+        snapshot: &Snapshot,
         preemptor: &Workload,
         preemptor_cq: &str,
         target: &Target,
@@ -282,7 +305,6 @@ impl Reconciler {
             self.writer
                 .event(&new, false, reason::PREEMPTED, &message)
                 .await;
-            snapshot.remove_workload(&target.cluster_queue, &target.key);
             self.written_workload(world, new);
         }
         Ok(())

@@ -4,11 +4,19 @@
 //! their turn; StrictFIFO keeps it at the head and blocks the queue. Either way the queue waits
 //! until something in its cohort changes (quota released, a queue or flavor edited), then tries
 //! again, as Kueue's `QueueInadmissibleWorkloads` does.
+//!
+//! With SchedulingEquivalenceHashing (on by default, as in Kueue), a BestEffortFIFO head that
+//! does not fit takes every queued workload of the same scheduling shape with it into the parked
+//! set: they would fail the same way, so they are not tried (nor their status rewritten) until the
+//! cohort changes.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
 
 use api::kueue::QueueingStrategy;
+use sha1::{Digest, Sha1};
+
+use super::PendingWorkload;
 
 /// A pending workload's place in its queue: higher priority first, then older first.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -17,6 +25,28 @@ pub struct Entry {
     /// Queue-order timestamp (creation), in seconds.
     pub timestamp: i64,
     pub key: String,
+    /// The scheduling equivalence hash ([`equivalence_hash`]); `None` when hashing is off.
+    pub shape: Option<String>,
+}
+
+/// Why a head goes back to its queue without being admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parked {
+    /// It does not fit and nothing can be preempted for it: equivalent workloads would not fit
+    /// either.
+    NoFit,
+    /// Anything else (preemption under way, a stale write).
+    Other,
+}
+
+/// Kueue's scheduling equivalence hash: workloads with the same priority and podsets (count,
+/// requests after transformations, node selector, required node affinity, tolerations) fit or
+/// fail alike. Sixteen hex digits, as Kueue shortens its hash.
+pub fn equivalence_hash(w: &PendingWorkload) -> String {
+    // Debug output is deterministic here: the requests and selectors are sorted maps.
+    let shape = format!("{}|{:?}", w.priority, w.podsets);
+    let digest = Sha1::digest(shape.as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[derive(Debug, Default)]
@@ -25,6 +55,8 @@ struct ClusterQueueQueue {
     active: BTreeSet<Entry>,
     inadmissible: BTreeSet<Entry>,
     blocked: bool,
+    /// Shapes whose head did not fit since the last requeue (BestEffortFIFO only).
+    bulk_moved: BTreeSet<String>,
 }
 
 /// Pending workloads of every ClusterQueue.
@@ -53,7 +85,16 @@ impl Queues {
         self.remove(key);
         if let Some((cq, entry)) = place {
             let q = self.queues.entry(cq.clone()).or_default();
-            q.active.insert(entry.clone());
+            let failed_alike = !q.strict
+                && entry
+                    .shape
+                    .as_ref()
+                    .is_some_and(|s| q.bulk_moved.contains(s));
+            if failed_alike {
+                q.inadmissible.insert(entry.clone());
+            } else {
+                q.active.insert(entry.clone());
+            }
             self.placed.insert(key.to_owned(), (cq, entry));
         }
     }
@@ -74,6 +115,7 @@ impl Queues {
                 let parked = std::mem::take(&mut q.inadmissible);
                 q.active.extend(parked);
                 q.blocked = false;
+                q.bulk_moved.clear();
             }
         }
     }
@@ -93,8 +135,9 @@ impl Queues {
     }
 
     /// A head that was not admitted: parked (BestEffortFIFO) or kept at the head, blocking
-    /// (StrictFIFO), until [`Queues::requeue`].
-    pub fn park(&mut self, cq: &str, entry: Entry) {
+    /// (StrictFIFO), until [`Queues::requeue`]. A BestEffortFIFO head that does not fit parks
+    /// the queued workloads of its shape with it.
+    pub fn park(&mut self, cq: &str, entry: Entry, why: Parked) {
         if self
             .placed
             .get(&entry.key)
@@ -107,6 +150,21 @@ impl Queues {
                 q.active.insert(entry);
                 q.blocked = true;
             } else {
+                if why == Parked::NoFit
+                    && let Some(shape) = &entry.shape
+                {
+                    let alike: Vec<Entry> = q
+                        .active
+                        .iter()
+                        .filter(|e| e.shape.as_ref() == Some(shape))
+                        .cloned()
+                        .collect();
+                    for e in alike {
+                        q.active.remove(&e);
+                        q.inadmissible.insert(e);
+                    }
+                    q.bulk_moved.insert(shape.clone());
+                }
                 q.inadmissible.insert(entry);
             }
         }
@@ -146,6 +204,14 @@ mod tests {
             priority: Reverse(priority),
             timestamp,
             key: key.into(),
+            shape: None,
+        }
+    }
+
+    fn shaped(key: &str, timestamp: i64, shape: &str) -> Entry {
+        Entry {
+            shape: Some(shape.into()),
+            ..entry(key, 0, timestamp)
         }
     }
 
@@ -177,15 +243,88 @@ mod tests {
         let mut q = queues(strategy);
         let (cq, head) = q.heads().pop().expect("head");
         assert_eq!(head.key, "ns/high");
-        q.park(&cq, head);
+        q.park(&cq, head, Parked::NoFit);
         let got = q.heads().pop().map(|h| h.1.key);
         assert_eq!(got.as_deref(), next);
         // After a change in the cohort the parked head is first again.
         let mut q = queues(strategy);
         let (cq, head) = q.heads().pop().expect("head");
-        q.park(&cq, head);
+        q.park(&cq, head, Parked::NoFit);
         q.requeue(["cq"]);
         assert_eq!(q.pending("cq"), 3);
         assert_eq!(q.heads().pop().map(|h| h.1.key).as_deref(), Some("ns/high"));
+    }
+
+    #[rstest]
+    #[case::no_fit_parks_the_same_shape(
+        Parked::NoFit,
+        QueueingStrategy::BestEffortFIFO,
+        Some("ns/other")
+    )]
+    #[case::preempting_parks_only_the_head(
+        Parked::Other,
+        QueueingStrategy::BestEffortFIFO,
+        Some("ns/b")
+    )]
+    #[case::strict_fifo_never_skips(Parked::NoFit, QueueingStrategy::StrictFIFO, None)]
+    fn equivalent_workloads_share_the_heads_fate(
+        #[case] why: Parked,
+        #[case] strategy: QueueingStrategy,
+        #[case] next: Option<&str>,
+    ) {
+        let mut q = Queues::default();
+        q.set_strategy("cq", strategy);
+        q.update("ns/a", Some(("cq".into(), shaped("ns/a", 1, "big"))));
+        q.update("ns/b", Some(("cq".into(), shaped("ns/b", 2, "big"))));
+        q.update(
+            "ns/other",
+            Some(("cq".into(), shaped("ns/other", 3, "small"))),
+        );
+        let (cq, head) = q.heads().pop().expect("head");
+        assert_eq!(head.key, "ns/a");
+        q.park(&cq, head, why);
+        assert_eq!(q.heads().pop().map(|h| h.1.key).as_deref(), next);
+    }
+
+    #[test]
+    fn a_new_workload_of_a_failed_shape_waits_until_the_cohort_changes() {
+        let mut q = Queues::default();
+        q.set_strategy("cq", QueueingStrategy::BestEffortFIFO);
+        q.update("ns/a", Some(("cq".into(), shaped("ns/a", 1, "big"))));
+        let (cq, head) = q.heads().pop().expect("head");
+        q.park(&cq, head, Parked::NoFit);
+        q.update("ns/b", Some(("cq".into(), shaped("ns/b", 2, "big"))));
+        assert!(q.heads().is_empty());
+        assert_eq!(q.pending("cq"), 2);
+        q.requeue(["cq"]);
+        // Both are tried again, and the shape no longer holds newcomers back.
+        q.update("ns/c", Some(("cq".into(), shaped("ns/c", 3, "big"))));
+        assert_eq!(q.pending("cq"), 3);
+        assert_eq!(q.heads().pop().map(|h| h.1.key).as_deref(), Some("ns/a"));
+        assert_eq!(q.heads().pop().map(|h| h.1.key).as_deref(), Some("ns/b"));
+    }
+
+    #[test]
+    fn the_hash_follows_the_scheduling_shape_not_the_name() {
+        use crate::scheduler::PodSetRequest;
+        let w = |key: &str, priority: i32, cpu: i64| PendingWorkload {
+            key: key.into(),
+            uid: key.into(),
+            priority,
+            queue_order_time: 0,
+            podsets: vec![PodSetRequest {
+                name: "main".into(),
+                count: 1,
+                per_pod: [("cpu".to_string(), cpu)].into_iter().collect(),
+                node_selector: Default::default(),
+                required_affinity: None,
+                tolerations: vec![],
+            }],
+        };
+        let a = equivalence_hash(&w("ns/a", 50, 1000));
+        assert_eq!(a.len(), 16);
+        assert_eq!(a, equivalence_hash(&w("ns/b", 50, 1000)));
+        assert_ne!(a, equivalence_hash(&w("ns/a", 51, 1000)));
+        assert_ne!(a, equivalence_hash(&w("ns/a", 50, 2000)));
     }
 }

@@ -327,6 +327,16 @@ impl Snapshot {
         true
     }
 
+    /// Sets `usage` aside in `cq` for the rest of a scheduling cycle, held by no workload (so it
+    /// cannot be preempted): a preemptor's share while its victims are being evicted.
+    pub fn set_aside(&mut self, cq: &str, usage: &Usage) -> bool {
+        let Some(queue) = self.cluster_queues.get_mut(cq) else {
+            return false;
+        };
+        add_usage(&mut queue.usage, usage);
+        true
+    }
+
     /// Releases the quota of workload `key` in `cq`, returning it.
     pub fn remove_workload(&mut self, cq: &str, key: &str) -> Option<ReservedWorkload> {
         let queue = self.cluster_queues.get_mut(cq)?;

@@ -93,6 +93,18 @@ fn add_and_remove_workload_track_usage() {
 }
 
 #[test]
+fn quota_set_aside_counts_as_used_but_is_no_ones() {
+    let mut s = snapshot(&["f"], vec![cq("a").cpu("f", "10", None, None).build()]);
+    assert!(s.add_workload("a", reserved("w1", 0, 0, &[("f", "cpu", 3_000)])));
+    let aside: Usage = [(flavor_resource("f", "cpu"), 4_000)].into_iter().collect();
+    assert!(s.set_aside("a", &aside));
+    assert_eq!(s.available("a", "f", "cpu"), 3_000);
+    // Only w1 is a workload of the queue.
+    assert_eq!(s.cluster_queues["a"].workloads.len(), 1);
+    assert!(!s.set_aside("missing", &aside));
+}
+
+#[test]
 fn unknown_queue_or_flavor_has_no_quota() {
     let s = snapshot(&["f"], vec![cq("a").cpu("f", "10", None, None).build()]);
     assert_eq!(s.available("missing", "f", "cpu"), 0);
