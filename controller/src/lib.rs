@@ -18,6 +18,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod events;
 pub mod jobs;
 pub mod leader;
 pub mod manager;

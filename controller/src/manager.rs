@@ -91,7 +91,7 @@ pub async fn run(client: Client, options: Options) -> Result<(), Error> {
     ]);
     let mut loop_ = Loop {
         world: World::default(),
-        reconciler: Reconciler::new(Writer::new(client), options),
+        reconciler: Reconciler::new(Writer::new(client, options.clock), options),
         pending_lists: Default::default(),
         synced: BTreeSet::new(),
     };

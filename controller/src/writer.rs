@@ -7,10 +7,12 @@
 use std::fmt::Debug;
 
 use kube::api::{Api, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use crate::Clock;
+use crate::events::{Occurrence, Recorder};
 
 /// The `reportingController` of Kueue's events.
 pub const REPORTER: &str = "kueue-admission";
@@ -33,14 +35,8 @@ pub struct Writer {
 }
 
 impl Writer {
-    pub fn new(client: Client) -> Self {
-        let recorder = Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: REPORTER.into(),
-                instance: None,
-            },
-        );
+    pub fn new(client: Client, clock: Clock) -> Self {
+        let recorder = Recorder::new(client.clone(), REPORTER, clock);
         Writer { client, recorder }
     }
 
@@ -103,20 +99,20 @@ impl Writer {
     where
         K: Resource<DynamicType = ()>,
     {
-        let ev = Event {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.into(),
-            // Event notes are limited to 1 KiB.
-            note: Some(crate::workload::conditions::truncate(message, 1024)),
-            action: reason.into(),
-            secondary: None,
-        };
         tracing::debug!(reason, message, "event");
-        if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
+        // Event notes are limited to 1 KiB.
+        let note = crate::workload::conditions::truncate(message, 1024);
+        let occurrence = Occurrence {
+            warning,
+            reason,
+            action: reason,
+            note: &note,
+        };
+        if let Err(e) = self
+            .recorder
+            .publish(&occurrence, &obj.object_ref(&()))
+            .await
+        {
             tracing::warn!(reason, error = %e, "recording an event");
         }
     }

@@ -111,13 +111,7 @@ fn main() -> anyhow::Result<()> {
             cmd.args(["--", "--bench", "5"]);
             run(cmd)?;
             let mut cmd = cargo();
-            cmd.args([
-                "bench",
-                "--package",
-                "e2e",
-                "--bench",
-                "scheduling",
-            ]);
+            cmd.args(["bench", "--package", "e2e", "--bench", "scheduling"]);
             run(cmd)
         }
         Command::Scenarios { filter, accept } => {

@@ -52,11 +52,57 @@ pub fn equivalence_hash(w: &PendingWorkload) -> String {
 #[derive(Debug, Default)]
 struct ClusterQueueQueue {
     strict: bool,
-    active: BTreeSet<Entry>,
+    /// Queued workloads, grouped by scheduling shape (a single `None` group when hashing is
+    /// off), so a whole shape can be set aside without moving its workloads.
+    groups: BTreeMap<Option<String>, BTreeSet<Entry>>,
+    /// Shapes whose head did not fit since the last requeue (BestEffortFIFO only): their
+    /// workloads stay queued but are not tried.
+    parked_shapes: BTreeSet<String>,
+    /// Heads parked one by one.
     inadmissible: BTreeSet<Entry>,
     blocked: bool,
-    /// Shapes whose head did not fit since the last requeue (BestEffortFIFO only).
-    bulk_moved: BTreeSet<String>,
+}
+
+impl ClusterQueueQueue {
+    fn insert(&mut self, entry: Entry) {
+        self.groups
+            .entry(entry.shape.clone())
+            .or_default()
+            .insert(entry);
+    }
+
+    fn remove(&mut self, entry: &Entry) {
+        if let Some(group) = self.groups.get_mut(&entry.shape) {
+            group.remove(entry);
+            if group.is_empty() {
+                self.groups.remove(&entry.shape);
+            }
+        }
+        self.inadmissible.remove(entry);
+    }
+
+    /// The first workload of the shapes that may be tried.
+    fn pop_head(&mut self) -> Option<Entry> {
+        let parked = &self.parked_shapes;
+        let (_, group) = self
+            .groups
+            .iter_mut()
+            .filter(|(shape, _)| shape.as_ref().is_none_or(|s| !parked.contains(s)))
+            .filter_map(|(shape, group)| Some((group.first()?.clone(), (shape, group))))
+            .min_by(|a, b| a.0.cmp(&b.0))
+            .map(|(_, g)| g)?;
+        let head = group.pop_first();
+        if group.is_empty()
+            && let Some(shape) = head.as_ref().map(|h| h.shape.clone())
+        {
+            self.groups.remove(&shape);
+        }
+        head
+    }
+
+    fn len(&self) -> usize {
+        self.groups.values().map(BTreeSet::len).sum::<usize>() + self.inadmissible.len()
+    }
 }
 
 /// Pending workloads of every ClusterQueue.
@@ -75,7 +121,7 @@ impl Queues {
     }
 
     /// Puts a workload in (or takes it out of, with `None`) the queues. A workload whose place did
-    /// not change keeps its parking state.
+    /// not change keeps its parking state; a new one of a parked shape waits with its shape.
     pub fn update(&mut self, key: &str, place: Option<(String, Entry)>) {
         if let (Some(old), Some(new)) = (self.placed.get(key), place.as_ref())
             && old == new
@@ -84,17 +130,10 @@ impl Queues {
         }
         self.remove(key);
         if let Some((cq, entry)) = place {
-            let q = self.queues.entry(cq.clone()).or_default();
-            let failed_alike = !q.strict
-                && entry
-                    .shape
-                    .as_ref()
-                    .is_some_and(|s| q.bulk_moved.contains(s));
-            if failed_alike {
-                q.inadmissible.insert(entry.clone());
-            } else {
-                q.active.insert(entry.clone());
-            }
+            self.queues
+                .entry(cq.clone())
+                .or_default()
+                .insert(entry.clone());
             self.placed.insert(key.to_owned(), (cq, entry));
         }
     }
@@ -103,8 +142,7 @@ impl Queues {
         if let Some((cq, entry)) = self.placed.remove(key)
             && let Some(q) = self.queues.get_mut(&cq)
         {
-            q.active.remove(&entry);
-            q.inadmissible.remove(&entry);
+            q.remove(&entry);
         }
     }
 
@@ -112,10 +150,11 @@ impl Queues {
     pub fn requeue<'a>(&mut self, cqs: impl IntoIterator<Item = &'a str>) {
         for cq in cqs {
             if let Some(q) = self.queues.get_mut(cq) {
-                let parked = std::mem::take(&mut q.inadmissible);
-                q.active.extend(parked);
+                for entry in std::mem::take(&mut q.inadmissible) {
+                    q.insert(entry);
+                }
                 q.blocked = false;
-                q.bulk_moved.clear();
+                q.parked_shapes.clear();
             }
         }
     }
@@ -127,7 +166,7 @@ impl Queues {
             if q.blocked {
                 continue;
             }
-            if let Some(head) = q.active.pop_first() {
+            if let Some(head) = q.pop_head() {
                 heads.push((name.clone(), head));
             }
         }
@@ -145,26 +184,20 @@ impl Queues {
         {
             return;
         }
-        if let Some(q) = self.queues.get_mut(cq) {
-            if q.strict {
-                q.active.insert(entry);
-                q.blocked = true;
-            } else {
-                if why == Parked::NoFit
-                    && let Some(shape) = &entry.shape
-                {
-                    let alike: Vec<Entry> = q
-                        .active
-                        .iter()
-                        .filter(|e| e.shape.as_ref() == Some(shape))
-                        .cloned()
-                        .collect();
-                    for e in alike {
-                        q.active.remove(&e);
-                        q.inadmissible.insert(e);
-                    }
-                    q.bulk_moved.insert(shape.clone());
-                }
+        let Some(q) = self.queues.get_mut(cq) else {
+            return;
+        };
+        if q.strict {
+            q.insert(entry);
+            q.blocked = true;
+            return;
+        }
+        match (&entry.shape, why) {
+            (Some(shape), Parked::NoFit) => {
+                q.parked_shapes.insert(shape.clone());
+                q.insert(entry);
+            }
+            _ => {
                 q.inadmissible.insert(entry);
             }
         }
@@ -175,12 +208,9 @@ impl Queues {
         self.placed.remove(key);
     }
 
-    /// Pending workloads per ClusterQueue (active + parked).
+    /// Pending workloads per ClusterQueue (queued and parked).
     pub fn pending(&self, cq: &str) -> usize {
-        self.queues
-            .get(cq)
-            .map(|q| q.active.len() + q.inadmissible.len())
-            .unwrap_or(0)
+        self.queues.get(cq).map(ClusterQueueQueue::len).unwrap_or(0)
     }
 
     /// Pending workloads of one LocalQueue's namespace/name prefix are counted by the caller.
@@ -188,7 +218,7 @@ impl Queues {
         self.queues
             .get(cq)
             .into_iter()
-            .flat_map(|q| q.active.iter().chain(q.inadmissible.iter()))
+            .flat_map(|q| q.groups.values().flatten().chain(q.inadmissible.iter()))
             .map(|e| e.key.as_str())
     }
 }

@@ -91,6 +91,11 @@ impl Rule {
         })
     }
 
+    /// Whether the rule compares with the old value (`oldSelf`).
+    pub(super) fn is_transition(&self) -> bool {
+        self.transition
+    }
+
     /// The rule text or message used in error details.
     fn error_string(&self) -> String {
         self.message
@@ -267,10 +272,15 @@ fn to_cel(ctx: &Context, node: Option<&Node>, v: &Value) -> Cel {
     }
 }
 
+thread_local! {
+    /// The CEL environment with Kubernetes' libraries: built once per thread, since registering
+    /// every function is costly and the environment never changes.
+    static CONTEXT: Context<'static> = Context::default().with_all();
+}
+
 /// Evaluates every rule in the schema tree against `obj` (and `old` on updates).
 pub(super) fn validate(root: &Node, obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldCause>) {
-    let ctx = Context::default().with_all();
-    walk(&ctx, root, obj, old, "", errs);
+    CONTEXT.with(|ctx| walk(ctx, root, obj, old, "", errs));
 }
 
 fn walk(
@@ -281,16 +291,25 @@ fn walk(
     path: &str,
     errs: &mut Vec<FieldCause>,
 ) {
-    if v.is_null() {
+    if v.is_null() || !node.rules_below {
         return;
     }
     let old = old.filter(|o| !o.is_null());
-    if !node.rules.is_empty() {
+    // Ratcheting: failures of non-transition rules on unchanged values are not errors, so an
+    // unchanged value needs only its transition rules evaluated.
+    let unchanged = old.is_some_and(|o| o == v);
+    if unchanged && !node.transition_rules_below {
+        return;
+    }
+    let mut evaluated = node
+        .rules
+        .iter()
+        .filter(|r| r.transition || !unchanged)
+        .peekable();
+    if evaluated.peek().is_some() {
         let this = to_cel(ctx, Some(node), v);
         let prev = old.map(|o| to_cel(ctx, Some(node), o));
-        // Ratcheting: failures of non-transition rules on unchanged values are not errors.
-        let unchanged = old.is_some_and(|o| o == v);
-        for rule in &node.rules {
+        for rule in evaluated {
             let old_self = if rule.transition && rule.optional_old_self {
                 optional(ctx, prev.as_ref())
             } else if rule.transition {
@@ -299,9 +318,7 @@ fn walk(
             } else {
                 None
             };
-            if let Some(e) = eval(ctx, node, rule, v, &this, old_self, path)
-                && (rule.transition || !unchanged)
-            {
+            if let Some(e) = eval(ctx, node, rule, v, &this, old_self, path) {
                 errs.push(e);
             }
         }

@@ -98,6 +98,10 @@ struct Node {
     list_map_keys: Vec<String>,
     default: Option<Value>,
     rules: Vec<cel::Rule>,
+    /// Whether this node or any below it has CEL rules, and transition rules (`oldSelf`): what
+    /// the CEL walk may skip.
+    rules_below: bool,
+    transition_rules_below: bool,
 }
 
 impl Node {
@@ -257,6 +261,18 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
             )?);
         }
     }
+    let children = n
+        .properties
+        .values()
+        .chain(n.additional.as_deref())
+        .chain(n.items.as_deref());
+    let (mut rules_below, mut transition_below) = (false, false);
+    for child in children {
+        rules_below |= child.rules_below;
+        transition_below |= child.transition_rules_below;
+    }
+    n.rules_below = rules_below || !n.rules.is_empty();
+    n.transition_rules_below = transition_below || n.rules.iter().any(cel::Rule::is_transition);
     if let Some(d) = m.get("default") {
         // A default is stored pruned, like the real server requires it to be.
         let mut d = d.clone();
