@@ -189,3 +189,44 @@ cohorts:
         "after 60s of virtual time only 0 of 1 workloads had finished (0 running, 1 waiting)"
     );
 }
+
+/// A slice of the baseline: six queues of a cohort reclaiming from each other, where one
+/// scheduling pass often finds a victim that an earlier cycle already preempted.
+const CHURN: &str = "
+cohorts:
+- className: cohort
+  count: 1
+  queuesSets:
+  - className: cq
+    count: 6
+    nominalQuota: 20
+    borrowingLimit: 100
+    reclaimWithinCohort: Any
+    withinClusterQueue: LowerPriority
+    workloadsSets:
+    - count: 40
+      creationIntervalMs: 100
+      workloads:
+      - {className: small, runtimeMs: 200, priority: 50, request: 1}
+    - count: 10
+      creationIntervalMs: 500
+      workloads:
+      - {className: medium, runtimeMs: 500, priority: 100, request: 5}
+    - count: 4
+      creationIntervalMs: 1200
+      workloads:
+      - {className: large, runtimeMs: 1000, priority: 200, request: 20}
+";
+
+#[tokio::test(start_paused = true)]
+async fn a_victim_on_its_way_out_is_not_preempted_again() {
+    let s = summary_of(CHURN).await;
+    for (name, class) in &s.workload_classes {
+        assert_eq!(class.admitted, class.count, "{name}: every workload runs");
+        assert_eq!(
+            class.preemptions, class.evictions,
+            "{name}: each eviction is one preemption written"
+        );
+    }
+    assert!(s.workload_classes["small"].evictions > 0);
+}

@@ -266,6 +266,11 @@ impl Reconciler {
         let Some(victim) = world.workloads.get(&target.key).cloned() else {
             return Ok(());
         };
+        // A victim already on its way out (an earlier preemption whose quota is not yet
+        // released) is counted as preempted, as Kueue does: no second write, no second event.
+        if workload::is_evicted(&victim) {
+            return Ok(());
+        }
         let now = self.options.clock.now_time();
         let message = preemption_message(
             &preemptor.uid().unwrap_or_default(),

@@ -29,6 +29,11 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // RUST_LOG=controller=debug shows every write and scheduling decision of the controller.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let dir = args.dir.clone().unwrap_or_else(scenarios_dir);
     let files = match scenario_files(&dir, args.filter.as_deref()) {
         Ok(files) if !files.is_empty() => files,

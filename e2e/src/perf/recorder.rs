@@ -30,6 +30,8 @@ pub struct WorkloadState {
     pub admitted: bool,
     pub evicted: bool,
     pub finished: bool,
+    /// A fingerprint of its `Preempted` condition while True: a new one is a preemption written.
+    pub preempted: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -44,6 +46,7 @@ struct WorkloadRecord {
     last: WorkloadState,
     time_to_admission: Option<Duration>,
     evictions: u32,
+    preemptions: u32,
     finished: Option<Duration>,
 }
 
@@ -97,6 +100,7 @@ impl Recorder {
                 last: WorkloadState::default(),
                 time_to_admission: None,
                 evictions: 0,
+                preemptions: 0,
                 finished: None,
             },
         );
@@ -111,6 +115,9 @@ impl Recorder {
         record.last = now;
         if now.evicted && !before.evicted {
             record.evictions += 1;
+        }
+        if now.preempted.is_some() && now.preempted != before.preempted {
+            record.preemptions += 1;
         }
         // An admission ends when the workload finishes or loses it.
         let holding = now.admitted && !now.finished;
@@ -180,6 +187,7 @@ impl Recorder {
             let class = workload_classes.entry(w.class.clone()).or_default();
             class.count += 1;
             class.evictions += w.evictions;
+            class.preemptions += w.preemptions;
             if let Some(t) = w.time_to_admission {
                 class.admitted += 1;
                 class.total_time_to_admission += t;
@@ -229,6 +237,9 @@ pub struct WorkloadClassSummary {
     pub count: usize,
     pub admitted: usize,
     pub evictions: u32,
+    /// Preemptions written to its workloads; more than `evictions` means a victim already on
+    /// its way out was preempted again.
+    pub preemptions: u32,
     total_time_to_admission: Duration,
     total_time_to_finish: Duration,
 }
@@ -258,21 +269,25 @@ mod tests {
         admitted: true,
         evicted: false,
         finished: false,
+        preempted: None,
     };
     const WAITING: WorkloadState = WorkloadState {
         admitted: false,
         evicted: false,
         finished: false,
+        preempted: None,
     };
     const EVICTED: WorkloadState = WorkloadState {
         admitted: false,
         evicted: true,
         finished: false,
+        preempted: None,
     };
     const FINISHED: WorkloadState = WorkloadState {
         admitted: true,
         evicted: false,
         finished: true,
+        preempted: None,
     };
 
     fn ms(n: u64) -> Duration {

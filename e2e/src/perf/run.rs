@@ -4,10 +4,11 @@
 //! Workload `Finished` once its runtime has passed since it was seen admitted.
 
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use api::constants::workload_condition::FINISHED;
+use api::constants::workload_condition::{FINISHED, PREEMPTED};
 use api::kueue::{ClusterQueue, Workload};
 use controller::workload::conditions;
 use futures::{FutureExt, StreamExt};
@@ -175,12 +176,14 @@ pub async fn run_with_progress(
                 changes: instant.1,
             });
         }
+        // Everything due at this instant goes out at once, as Kueue's runner creates and
+        // finishes workloads from concurrent goroutines: the controller sees them together.
+        let mut due = vec![];
         while let Some(w) = plan
             .workloads
             .get(next)
             .filter(|w| start + w.at <= Instant::now())
         {
-            create_workload(&client, w).await?;
             let key = format!("{}/{}", w.queue, w.name);
             recorder.created(
                 &key,
@@ -189,9 +192,12 @@ pub async fn run_with_progress(
                 cpu_milli(&w.request),
                 since_start(),
             );
+            due.push(w);
             next += 1;
         }
-        runner.finish_due().await?;
+        let creates =
+            futures::future::try_join_all(due.iter().map(|w| create_workload(&client, w)));
+        futures::future::try_join(creates, runner.finish_due()).await?;
         env.check_components()?;
     }
     Ok(RunReport {
@@ -267,15 +273,15 @@ impl Runner {
     /// Marks every workload whose runtime has passed `Finished`, as Kueue's runner does.
     async fn finish_due(&mut self) -> Result<(), RunError> {
         let now = Instant::now();
+        let mut due = vec![];
         while let Some((at, key)) = self.ends.first().cloned() {
             if at > now {
                 break;
             }
             self.cancel(&key);
-            if let Some(wl) = self.latest.remove(&key) {
-                self.finish(wl).await?;
-            }
+            due.extend(self.latest.remove(&key));
         }
+        futures::future::try_join_all(due.into_iter().map(|wl| self.finish(wl))).await?;
         Ok(())
     }
 
@@ -317,6 +323,16 @@ fn state_of(wl: &Workload) -> WorkloadState {
         admitted: controller::workload::is_admitted(wl),
         evicted: controller::workload::is_evicted(wl),
         finished: controller::workload::is_finished(wl),
+        preempted: wl
+            .status
+            .as_ref()
+            .and_then(|s| conditions::find(&s.conditions, PREEMPTED))
+            .filter(|c| c.status == "True")
+            .map(|c| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (format!("{:?}", c.last_transition_time), &c.message).hash(&mut h);
+                h.finish()
+            }),
     }
 }
 

@@ -337,16 +337,19 @@ struct Collector<'a> {
 }
 
 impl Collector<'_> {
+    /// Walks `v`; `old` is the same place in the previous version, if there was one. Where the
+    /// old value is equal nothing is collected: only what the write added or changed.
     fn object(
         &mut self,
         m: &Map<String, Value>,
+        old: Option<&Map<String, Value>>,
         path: &mut Path,
         names: &mut Vec<String>,
     ) -> Result<(), String> {
         for (k, child) in m {
             path.push(Pe::Field(k.clone()));
             names.push(k.clone());
-            let r = self.value(child, path, names);
+            let r = self.value(child, old.and_then(|o| o.get(k)), path, names);
             names.pop();
             path.pop();
             r?;
@@ -354,20 +357,27 @@ impl Collector<'_> {
         Ok(())
     }
 
-    fn value(&mut self, v: &Value, path: &mut Path, names: &mut Vec<String>) -> Result<(), String> {
-        if is_ignored(path) {
+    fn value(
+        &mut self,
+        v: &Value,
+        old: Option<&Value>,
+        path: &mut Path,
+        names: &mut Vec<String>,
+    ) -> Result<(), String> {
+        if is_ignored(path) || old == Some(v) {
             return Ok(());
         }
         match v {
             Value::Object(m) => {
                 let top_meta =
                     path.len() == 1 && matches!(&path[0], Pe::Field(f) if f == "metadata");
-                if self.maps_as_members && !top_meta && !path.is_empty() {
+                // A map is a member only when it is new; its changed children are members anyway.
+                if self.maps_as_members && !top_meta && !path.is_empty() && old.is_none() {
                     self.set.insert(path.clone());
                 }
-                self.object(m, path, names)
+                self.object(m, old.and_then(Value::as_object), path, names)
             }
-            Value::Array(items) => self.list(items, path, names),
+            Value::Array(items) => self.list(items, old.and_then(Value::as_array), path, names),
             _ => {
                 self.set.insert(path.clone());
                 Ok(())
@@ -378,6 +388,7 @@ impl Collector<'_> {
     fn list(
         &mut self,
         items: &[Value],
+        old: Option<&Vec<Value>>,
         path: &mut Path,
         names: &mut Vec<String>,
     ) -> Result<(), String> {
@@ -398,9 +409,11 @@ impl Collector<'_> {
                             it
                         ));
                     }
-                    path.push(pe);
-                    self.set.insert(path.clone());
-                    path.pop();
+                    if old.is_none_or(|o| !o.contains(it)) {
+                        path.push(pe);
+                        self.set.insert(path.clone());
+                        path.pop();
+                    }
                 }
                 Ok(())
             }
@@ -416,10 +429,19 @@ impl Collector<'_> {
                             pe.display()
                         ));
                     }
+                    let before = old.and_then(|o| o.iter().find(|x| item_matches(x, &pe)));
+                    let member = match before {
+                        None => true,
+                        Some(b) => !it.is_object() && b != it,
+                    };
                     path.push(pe);
-                    self.set.insert(path.clone());
+                    if member {
+                        self.set.insert(path.clone());
+                    }
                     let r = match it {
-                        Value::Object(m) => self.object(m, path, names),
+                        Value::Object(m) if before != Some(it) => {
+                            self.object(m, before.and_then(Value::as_object), path, names)
+                        }
                         _ => Ok(()),
                     };
                     path.pop();
@@ -461,7 +483,23 @@ fn to_field_set(
         maps_as_members,
         set: FieldSet::new(),
     };
-    c.value(v, &mut Vec::new(), &mut Vec::new())?;
+    c.value(v, None, &mut Vec::new(), &mut Vec::new())?;
+    Ok(c.set)
+}
+
+/// The fields a non-apply write added or changed going from `old` to `new` (maps and map-list
+/// items only when added), without listing the unchanged rest.
+fn changed_fields(
+    old: Option<&Value>,
+    new: &Value,
+    lists: &dyn ListTypes,
+) -> Result<FieldSet, String> {
+    let mut c = Collector {
+        lists,
+        maps_as_members: true,
+        set: FieldSet::new(),
+    };
+    c.value(new, old, &mut Vec::new(), &mut Vec::new())?;
     Ok(c.set)
 }
 
@@ -796,14 +834,11 @@ pub fn record_update(
     }
     strip_managed_fields(new);
 
-    let Ok(new_set) = to_field_set(new, lists, true).or_else(|_| to_field_set(new, &Atomic, true))
+    let Ok(touched) = changed_fields(old_clean.as_ref(), new, lists)
+        .or_else(|_| changed_fields(old_clean.as_ref(), new, &Atomic))
     else {
         return;
     };
-    let touched: FieldSet = new_set
-        .into_iter()
-        .filter(|p| changed(p, old_clean.as_ref(), new))
-        .collect();
 
     let is_me = |e: &Entry| {
         !e.is_apply()
@@ -923,6 +958,48 @@ mod tests {
                 _ => None,
             }
         }
+    }
+
+    /// The walk that skips unchanged subtrees finds exactly the fields that listing every field
+    /// of the new object and checking each one against the old finds.
+    #[rstest]
+    #[case::created(None, json!({"spec": {"a": 1, "m": {"x": 1}}}))]
+    #[case::leaf_changed(
+        Some(json!({"spec": {"a": 1, "b": 2}})),
+        json!({"spec": {"a": 1, "b": 3}})
+    )]
+    #[case::map_added_and_removed(
+        Some(json!({"spec": {"old": {"x": 1}}})),
+        json!({"spec": {"new": {"y": 2}}})
+    )]
+    #[case::keyed_items(
+        Some(json!({"spec": {"containers": [
+            {"name": "a", "image": "1", "ports": [{"protocol": "TCP", "containerPort": 80}]},
+            {"name": "b", "image": "1"}]}})),
+        json!({"spec": {"containers": [
+            {"name": "b", "image": "2"},
+            {"name": "a", "image": "1", "ports": [
+                {"protocol": "TCP", "containerPort": 80}, {"protocol": "UDP", "containerPort": 53}]},
+            {"name": "c"}]}})
+    )]
+    #[case::set_and_atomic_lists(
+        Some(json!({"metadata": {"finalizers": ["x"]}, "spec": {"args": ["a"]}})),
+        json!({"metadata": {"finalizers": ["x", "y"]}, "spec": {"args": ["a", "b"]}})
+    )]
+    #[case::type_changed(
+        Some(json!({"spec": {"v": {"x": 1}, "w": [1]}})),
+        json!({"spec": {"v": 5, "w": {"k": 1}}})
+    )]
+    fn changed_fields_match_listing_every_field(#[case] old: Option<Value>, #[case] new: Value) {
+        let all = to_field_set(&new, &Types, true).unwrap();
+        let expected: FieldSet = all
+            .into_iter()
+            .filter(|p| changed(p, old.as_ref(), &new))
+            .collect();
+        assert_eq!(
+            changed_fields(old.as_ref(), &new, &Types).unwrap(),
+            expected
+        );
     }
 
     fn ap(

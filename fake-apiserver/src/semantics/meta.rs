@@ -71,29 +71,26 @@ pub fn removable(obj: &Value) -> bool {
 /// dotted paths like the real server's strict decoding errors name them. Nulls count as absent.
 pub fn unknown_fields(input: &Value, known: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    collect_unknown(input, known, String::new(), &mut out);
+    collect_unknown(input, known, None, &mut out);
     out
 }
 
-fn collect_unknown(input: &Value, known: &Value, path: String, out: &mut Vec<String>) {
+fn collect_unknown(input: &Value, known: &Value, at: Option<&Step>, out: &mut Vec<String>) {
     match (input, known) {
         (Value::Object(i), Value::Object(k)) => {
             for (key, v) in i {
-                let child = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
+                let step = Step::Key(at, key);
                 match k.get(key) {
-                    None if !v.is_null() => out.push(child),
-                    Some(kv) => collect_unknown(v, kv, child, out),
-                    None => {}
+                    None if !v.is_null() => out.push(spell(Some(&step))),
+                    // Equal subtrees hold nothing unknown: most of an object is known.
+                    Some(kv) if kv != v => collect_unknown(v, kv, Some(&step), out),
+                    _ => {}
                 }
             }
         }
         (Value::Array(i), Value::Array(k)) => {
             for (n, (v, kv)) in i.iter().zip(k.iter()).enumerate() {
-                collect_unknown(v, kv, format!("{path}[{n}]"), out);
+                collect_unknown(v, kv, Some(&Step::Index(at, n)), out);
             }
         }
         _ => {}
@@ -107,60 +104,80 @@ pub fn duplicate_fields(json: &[u8]) -> Vec<String> {
     let found = std::cell::RefCell::new(Vec::new());
     let mut de = serde_json::Deserializer::from_slice(json);
     let _ = DupScan {
-        path: String::new(),
+        at: None,
         found: &found,
     }
     .deserialize(&mut de);
     found.into_inner()
 }
 
-struct DupScan<'a> {
-    path: String,
+/// Where the scan is, as a chain up to the root: the dotted path is only spelled out when a
+/// duplicate is found, since almost every body has none.
+enum Step<'p> {
+    Key(Option<&'p Step<'p>>, &'p str),
+    Index(Option<&'p Step<'p>>, usize),
+}
+
+fn spell(at: Option<&Step>) -> String {
+    match at {
+        None => String::new(),
+        Some(Step::Key(None, key)) => (*key).to_string(),
+        Some(Step::Key(parent, key)) => format!("{}.{key}", spell(*parent)),
+        Some(Step::Index(parent, i)) => format!("{}[{i}]", spell(*parent)),
+    }
+}
+
+struct DupScan<'a, 'p> {
+    at: Option<&'p Step<'p>>,
     found: &'a std::cell::RefCell<Vec<String>>,
 }
 
-impl<'de> serde::de::DeserializeSeed<'de> for DupScan<'_> {
+impl<'de> serde::de::DeserializeSeed<'de> for DupScan<'_, '_> {
     type Value = ();
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for DupScan<'_> {
+impl<'de> serde::de::Visitor<'de> for DupScan<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = std::collections::HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            let path = if self.path.is_empty() {
-                key.clone()
-            } else {
-                format!("{}.{key}", self.path)
-            };
-            if !seen.insert(key) {
-                self.found.borrow_mut().push(path.clone());
+        // Objects are small: a list is faster than hashing until they are not.
+        let mut few: Vec<std::borrow::Cow<'de, str>> = Vec::new();
+        let mut many: std::collections::HashSet<std::borrow::Cow<'de, str>> = Default::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let step = Step::Key(self.at, &key);
+            if few.contains(&key) || many.contains(&key) {
+                self.found.borrow_mut().push(spell(Some(&step)));
             }
             map.next_value_seed(DupScan {
-                path,
+                at: Some(&step),
                 found: self.found,
             })?;
+            if few.len() < 16 {
+                few.push(key);
+            } else {
+                many.insert(key);
+            }
         }
         Ok(())
     }
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0;
-        while seq
-            .next_element_seed(DupScan {
-                path: format!("{}[{i}]", self.path),
+        loop {
+            let step = Step::Index(self.at, i);
+            let more = seq.next_element_seed(DupScan {
+                at: Some(&step),
                 found: self.found,
-            })?
-            .is_some()
-        {
+            })?;
+            if more.is_none() {
+                return Ok(());
+            }
             i += 1;
         }
-        Ok(())
     }
     fn visit_bool<E>(self, _: bool) -> Result<(), E> {
         Ok(())
@@ -341,6 +358,20 @@ mod tests {
         let body = br#"{"a":1,"a":2,"spec":{"items":[{"k":1,"k":2}]}}"#;
         assert_eq!(duplicate_fields(body), vec!["a", "spec.items[0].k"]);
         assert!(duplicate_fields(br#"{"a":{"b":1},"c":{"b":2}}"#).is_empty());
+    }
+
+    #[test]
+    fn duplicate_fields_are_found_in_large_and_escaped_objects() {
+        let keys: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
+        let body = format!(r#"{{"data":{{{},"k3":0,"k30":0}}}}"#, keys.join(","));
+        assert_eq!(
+            duplicate_fields(body.as_bytes()),
+            vec!["data.k3", "data.k30"]
+        );
+        assert_eq!(
+            duplicate_fields(br#"{"m":[{},{"a\u0062":1,"ab":2}]}"#),
+            vec!["m[1].ab"]
+        );
     }
 
     #[test]

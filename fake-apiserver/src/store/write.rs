@@ -58,15 +58,19 @@ fn check_type(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
 }
 
 /// Everything but metadata (and status, when status is a subresource): what `generation` tracks.
-fn spec_part(obj: &Value, status_subresource: bool) -> Value {
-    let mut v = obj.clone();
-    if let Some(m) = v.as_object_mut() {
-        m.remove("metadata");
-        if status_subresource {
-            m.remove("status");
-        }
-    }
-    v
+/// Whether two versions differ outside metadata (and outside status, when status is a
+/// subresource): what bumps `metadata.generation`. Compared field by field, without copies.
+fn spec_differs(old: &Value, new: &Value, status_subresource: bool) -> bool {
+    let empty = serde_json::Map::new();
+    let (a, b) = (
+        old.as_object().unwrap_or(&empty),
+        new.as_object().unwrap_or(&empty),
+    );
+    let counted = |k: &String| k != "metadata" && !(status_subresource && k == "status");
+    a.keys().filter(|k| counted(k)).count() != b.keys().filter(|k| counted(k)).count()
+        || a.iter()
+            .filter(|(k, _)| counted(k))
+            .any(|(k, v)| b.get(k) != Some(v))
 }
 
 impl Store {
@@ -389,9 +393,10 @@ impl Store {
     ) -> ApiResult<Value> {
         let mut new = match sub {
             Subresource::Status => {
+                let mut incoming = incoming;
                 let mut n = old.clone();
-                match incoming.get("status") {
-                    Some(s) => n["status"] = s.clone(),
+                match incoming.as_object_mut().and_then(|m| m.remove("status")) {
+                    Some(s) => n["status"] = s,
                     None => {
                         if let Some(m) = n.as_object_mut() {
                             m.remove("status");
@@ -400,10 +405,11 @@ impl Store {
                 }
                 // Field ownership is the one piece of metadata a status write carries.
                 if let Some(managed) = incoming["metadata"]
-                    .get("managedFields")
+                    .as_object_mut()
+                    .and_then(|m| m.remove("managedFields"))
                     .filter(|m| !m.is_null())
                 {
-                    n["metadata"]["managedFields"] = managed.clone();
+                    n["metadata"]["managedFields"] = managed;
                 }
                 n
             }
@@ -535,7 +541,7 @@ impl Store {
                     .unwrap_or(""),
             );
         }
-        if spec_part(old, rt.status) != spec_part(&new, rt.status) {
+        if spec_differs(old, &new, rt.status) {
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             new["metadata"]["generation"] = json!(generation);
         }

@@ -308,7 +308,10 @@ fn walk(
         .peekable();
     if evaluated.peek().is_some() {
         let this = to_cel(ctx, Some(node), v);
-        let prev = old.map(|o| to_cel(ctx, Some(node), o));
+        // oldSelf is only converted when a transition rule will read it.
+        let prev = old
+            .filter(|_| node.rules.iter().any(|r| r.transition))
+            .map(|o| to_cel(ctx, Some(node), o));
         for rule in evaluated {
             let old_self = if rule.transition && rule.optional_old_self {
                 optional(ctx, prev.as_ref())
