@@ -37,8 +37,33 @@ pub fn all_crds() -> Vec<CustomResourceDefinition> {
         kueue::ResourceFlavor::crd(),
         kueue::Workload::crd(),
     ];
+    for crd in &mut crds {
+        if crd.spec.group == "kueue.x-k8s.io"
+            && kueue::SPEC_OPTIONAL_KINDS.contains(&crd.spec.names.kind.as_str())
+        {
+            spec_not_required(crd);
+        }
+    }
     crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     crds
+}
+
+/// kube-derive marks `spec` required; Kueue's CRDs do not.
+fn spec_not_required(crd: &mut CustomResourceDefinition) {
+    for version in &mut crd.spec.versions {
+        let root = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut());
+        if let Some(root) = root {
+            if let Some(required) = root.required.as_mut() {
+                required.retain(|r| r != "spec");
+            }
+            if root.required.as_ref().is_some_and(Vec::is_empty) {
+                root.required = None;
+            }
+        }
+    }
 }
 
 /// The checked-in CRD files (`api/crds/`), as `(file name, YAML)`, built into the binary. Cheaper

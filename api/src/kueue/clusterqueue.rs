@@ -24,7 +24,7 @@ use crate::schema;
     printcolumn = r#"{"name":"Pending Workloads","type":"integer","description":"Number of pending workloads","jsonPath":".status.pendingWorkloads"}"#,
     printcolumn = r#"{"name":"Admitted Workloads","type":"integer","description":"Number of admitted workloads that haven't finished yet","jsonPath":".status.admittedWorkloads","priority":1}"#
 )]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 #[schemars(extend("x-kubernetes-validations" = [{"rule": "!has(self.cohortName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, f.resources.all(r, !has(r.borrowingLimit)))) : true", "message": "borrowingLimit must be nil when cohort is empty"}]))]
 pub struct ClusterQueueSpec {
     /// Quota per flavor, grouped by the resources each group covers.

@@ -24,7 +24,7 @@ use crate::schema;
     printcolumn = r#"{"name":"Pending Workloads","type":"integer","description":"Number of pending workloads","jsonPath":".status.pendingWorkloads"}"#,
     printcolumn = r#"{"name":"Admitted Workloads","type":"integer","description":"Number of admitted workloads that haven't finished yet.","jsonPath":".status.admittedWorkloads"}"#
 )]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct LocalQueueSpec {
     /// The ClusterQueue this queue submits to.
     #[schemars(

@@ -20,7 +20,7 @@ use crate::schema;
     shortname = "flavors",
     shortname = "rf"
 )]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct ResourceFlavorSpec {
     /// Labels of the nodes of this flavor; added as node selector to admitted pods.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

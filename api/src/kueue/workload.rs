@@ -31,7 +31,7 @@ use crate::schema;
     printcolumn = r#"{"name":"Finished","type":"string","description":"Workload finished","jsonPath":".status.conditions[?(@.type=='Finished')].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","description":"Time this workload was created","jsonPath":".metadata.creationTimestamp"}"#
 )]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", remote = "Self")]
 #[schemars(extend("x-kubernetes-validations" = [{"rule": "!has(self.priorityClassRef) || has(self.priority)", "message": "priority should not be nil when priorityClassRef is set"}]))]
 pub struct WorkloadSpec {
     /// The groups of identical pods that make up the workload.
