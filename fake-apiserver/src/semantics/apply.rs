@@ -429,13 +429,11 @@ impl Collector<'_> {
                             pe.display()
                         ));
                     }
+                    // Items of a keyed list are objects (`item_key` refused anything else), so
+                    // an item is a member only when it is new.
                     let before = old.and_then(|o| o.iter().find(|x| item_matches(x, &pe)));
-                    let member = match before {
-                        None => true,
-                        Some(b) => !it.is_object() && b != it,
-                    };
                     path.push(pe);
-                    if member {
+                    if before.is_none() {
                         self.set.insert(path.clone());
                     }
                     let r = match it {
@@ -834,6 +832,8 @@ pub fn record_update(
     }
     strip_managed_fields(new);
 
+    // A list with duplicate or missing keys is treated as atomic when the write changed it. One
+    // in an unchanged part of the object is not looked at (the whole object used to fall back).
     let Ok(touched) = changed_fields(old_clean.as_ref(), new, lists)
         .or_else(|_| changed_fields(old_clean.as_ref(), new, &Atomic))
     else {
@@ -960,8 +960,8 @@ mod tests {
         }
     }
 
-    /// The walk that skips unchanged subtrees finds exactly the fields that listing every field
-    /// of the new object and checking each one against the old finds.
+    /// For well-formed lists, the walk that skips unchanged subtrees finds exactly the fields that
+    /// listing every field of the new object and checking each one against the old finds.
     #[rstest]
     #[case::created(None, json!({"spec": {"a": 1, "m": {"x": 1}}}))]
     #[case::leaf_changed(
@@ -1000,6 +1000,26 @@ mod tests {
             changed_fields(old.as_ref(), &new, &Types).unwrap(),
             expected
         );
+    }
+
+    #[test]
+    fn duplicate_keys_in_an_unchanged_list_leave_the_changed_fields_keyed() {
+        let port = json!({"protocol": "TCP", "containerPort": 53});
+        let old =
+            json!({"spec": {"containers": [{"name": "dns", "image": "1", "ports": [port, port]}]}});
+        let mut new = old.clone();
+        new["spec"]["containers"][0]["image"] = json!("2");
+        let touched = changed_fields(Some(&old), &new, &Types).unwrap();
+        let image = vec![
+            Pe::Field("spec".into()),
+            Pe::Field("containers".into()),
+            Pe::Key(vec![("name".into(), json!("dns"))]),
+            Pe::Field("image".into()),
+        ];
+        assert_eq!(touched, FieldSet::from([image]));
+        // Changing the malformed list itself is refused, and the write falls back to atomic lists.
+        new["spec"]["containers"][0]["ports"][0]["name"] = json!("x");
+        assert!(changed_fields(Some(&old), &new, &Types).is_err());
     }
 
     fn ap(
