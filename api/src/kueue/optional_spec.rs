@@ -3,9 +3,13 @@
 //! its (de)serializers from [`optional_spec!`] instead: a missing or `null` spec reads as the empty
 //! spec, so a watch never fails on such an object.
 
-/// Serialize and Deserialize for spec types whose derived code is `remote = "Self"`.
+/// Serialize and Deserialize for spec types whose derived code is `remote = "Self"`, and the list
+/// of their kinds (`Kind: SpecType`).
 macro_rules! optional_spec {
-    ($($spec:ty),* $(,)?) => {$(
+    ($($kind:ident: $spec:ty),* $(,)?) => {
+        /// The kinds whose CRD leaves `spec` optional, as Kueue's do.
+        pub const KINDS: &[&str] = &[$(stringify!($kind)),*];
+        $(
         impl<'de> serde::Deserialize<'de> for $spec {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 struct Present($spec);
@@ -30,14 +34,11 @@ macro_rules! optional_spec {
 }
 
 optional_spec!(
-    super::ResourceFlavorSpec,
-    super::ClusterQueueSpec,
-    super::LocalQueueSpec,
-    super::WorkloadSpec,
+    ResourceFlavor: super::ResourceFlavorSpec,
+    ClusterQueue: super::ClusterQueueSpec,
+    LocalQueue: super::LocalQueueSpec,
+    Workload: super::WorkloadSpec,
 );
-
-/// The kinds whose CRD leaves `spec` optional, as Kueue's do.
-pub const KINDS: [&str; 4] = ["ResourceFlavor", "ClusterQueue", "LocalQueue", "Workload"];
 
 #[cfg(test)]
 mod tests {

@@ -323,17 +323,21 @@ fn state_of(wl: &Workload) -> WorkloadState {
         admitted: controller::workload::is_admitted(wl),
         evicted: controller::workload::is_evicted(wl),
         finished: controller::workload::is_finished(wl),
-        preempted: wl
-            .status
-            .as_ref()
-            .and_then(|s| conditions::find(&s.conditions, PREEMPTED))
-            .filter(|c| c.status == "True")
-            .map(|c| {
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                (format!("{:?}", c.last_transition_time), &c.message).hash(&mut h);
-                h.finish()
-            }),
+        preempted: preemption_fingerprint(wl),
     }
+}
+
+/// A hash of the workload's `Preempted` condition while it is True; each preemption written
+/// changes its time or its message (which names the preemptor).
+fn preemption_fingerprint(wl: &Workload) -> Option<u64> {
+    let c = wl
+        .status
+        .as_ref()
+        .and_then(|s| conditions::find(&s.conditions, PREEMPTED))
+        .filter(|c| c.status == "True")?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (c.last_transition_time.0, &c.message).hash(&mut h);
+    Some(h.finish())
 }
 
 /// A quantity in milli-CPU (the plan's quantities were checked when it was read).

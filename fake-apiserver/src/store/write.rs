@@ -57,7 +57,6 @@ fn check_type(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
     Ok(())
 }
 
-/// Everything but metadata (and status, when status is a subresource): what `generation` tracks.
 /// Whether two versions differ outside metadata (and outside status, when status is a
 /// subresource): what bumps `metadata.generation`. Compared field by field, without copies.
 fn spec_differs(old: &Value, new: &Value, status_subresource: bool) -> bool {
