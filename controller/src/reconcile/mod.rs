@@ -18,6 +18,7 @@ use kube::{Resource, ResourceExt};
 use crate::clock::Clock;
 use crate::manager::{Error, Options};
 use crate::resources::Transformer;
+use crate::scheduler::cycle_backoff::CycleBackoff;
 use crate::scheduler::queue::{Entry, Queues, equivalence_hash};
 use crate::state::{Key, World, key_of};
 use crate::workload;
@@ -56,6 +57,9 @@ pub struct Reconciler {
     requeue: BTreeSet<String>,
     /// The SchedulingEquivalenceHashing gate.
     equivalence_hashing: bool,
+    /// The scheduler loop's pause after cycles that admitted nothing, and when it ends.
+    cycle_backoff: CycleBackoff,
+    schedule_not_before: Option<Timestamp>,
 }
 
 impl Reconciler {
@@ -82,6 +86,8 @@ impl Reconciler {
             workload_of_job: BTreeMap::new(),
             requeue: BTreeSet::new(),
             equivalence_hashing,
+            cycle_backoff: CycleBackoff::default(),
+            schedule_not_before: None,
         }
     }
 
@@ -95,7 +101,12 @@ impl Reconciler {
             .cq_status_due
             .values()
             .chain(self.lq_status_due.values());
-        self.wake.values().chain(status).min().copied()
+        self.wake
+            .values()
+            .chain(status)
+            .chain(self.schedule_not_before.as_ref())
+            .min()
+            .copied()
     }
 
     /// Marks the workloads whose time has come.

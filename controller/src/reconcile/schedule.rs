@@ -22,6 +22,11 @@ use crate::writer::Written;
 
 impl Reconciler {
     pub(super) async fn schedule(&mut self, world: &mut World) -> Result<bool, Error> {
+        let now = self.options.clock.now();
+        if self.schedule_not_before.is_some_and(|t| now < t) {
+            return Ok(false);
+        }
+        self.schedule_not_before = None;
         let requeue = std::mem::take(&mut self.requeue);
         if requeue.contains("") {
             let all: Vec<String> = world.cluster_queues.keys().cloned().collect();
@@ -51,6 +56,7 @@ impl Reconciler {
             }
             entries.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
             let mut preempted: BTreeSet<String> = BTreeSet::new();
+            let mut admitted = false;
             for (_, entry, cq, wl, pending) in entries {
                 let assignment = crate::scheduler::assign_flavors(snap, &cq, &pending);
                 tracing::debug!(
@@ -67,6 +73,7 @@ impl Reconciler {
                             snap.add_workload(&cq, reserved);
                             self.queues.admitted(&entry.key);
                             progressed = true;
+                            admitted = true;
                         } else {
                             self.queues.park(&cq, entry, Parked::Other);
                         }
@@ -116,6 +123,11 @@ impl Reconciler {
                         self.queues.park(&cq, entry, Parked::NoFit);
                     }
                 }
+            }
+            let pause = self.cycle_backoff.after_cycle(admitted);
+            if !pause.is_zero() {
+                self.schedule_not_before = now.checked_add(pause).ok();
+                break;
             }
         }
         Ok(progressed)

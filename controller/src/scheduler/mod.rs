@@ -2,6 +2,7 @@
 //! `pkg/scheduler/preemption`: the quota [`snapshot`], [`flavor`] assignment, [`preemption`]
 //! victims, and the [`queue`] order. The cycle that applies them is in `reconcile::schedule`.
 
+pub mod cycle_backoff;
 pub mod flavor;
 pub mod preemption;
 pub mod queue;
