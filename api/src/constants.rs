@@ -282,6 +282,8 @@ pub mod provisioning_event {
     pub const PROVISIONING_REQUEST_CREATED: &str = "ProvisioningRequestCreated";
     /// Warning: creating a ProvisioningRequest or PodTemplate failed.
     pub const FAILED_CREATE: &str = "FailedCreate";
+    /// Normal: an admission check's state changed.
+    pub const ADMISSION_CHECK_UPDATED: &str = "AdmissionCheckUpdated";
 }
 
 /// Group names and API versions.

@@ -16,6 +16,7 @@
 //! # }
 //! ```
 
+pub mod admissionchecks;
 pub mod clock;
 pub mod config;
 pub mod events;

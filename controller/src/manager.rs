@@ -1,6 +1,6 @@
 //! The controller's loop: watch every kind it needs, keep the [`World`] current, and after each
 //! batch of changes run the reconcilers over what changed, in a fixed order:
-//! jobs, workloads, the scheduler, then queue status.
+//! jobs, workloads, the scheduler, the admission checks, then queue status.
 //!
 //! One task does everything, so decisions never race each other; each write's response is
 //! applied at once, so the next decision sees it. Under a paused tokio runtime (embedded worlds)
@@ -10,11 +10,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::pin::Pin;
 use std::sync::Arc;
 
+use api::autoscaling::ProvisioningRequest;
 use api::config::Configuration;
-use api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use api::kueue::{
+    AdmissionCheck, ClusterQueue, LocalQueue, ProvisioningRequestConfig, ResourceFlavor, Workload,
+};
 use futures::stream::{self, BoxStream};
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::PodTemplate;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
@@ -51,6 +55,9 @@ enum Change {
     Check(Event<AdmissionCheck>),
     Workload(Event<Workload>),
     Job(Event<Job>),
+    ProvisioningConfig(Event<ProvisioningRequestConfig>),
+    ProvisioningRequest(Event<ProvisioningRequest>),
+    PodTemplate(Event<PodTemplate>),
 }
 
 fn watch<K, F>(client: &Client, wrap: F) -> BoxStream<'static, Change>
@@ -63,8 +70,21 @@ where
         + 'static,
     F: Fn(Event<K>) -> Change + Send + 'static,
 {
+    watch_with(client, watcher::Config::default(), wrap)
+}
+
+fn watch_with<K, F>(client: &Client, config: watcher::Config, wrap: F) -> BoxStream<'static, Change>
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+    F: Fn(Event<K>) -> Change + Send + 'static,
+{
     let api: Api<K> = Api::all(client.clone());
-    watcher::watcher(api, watcher::Config::default())
+    watcher::watcher(api, config)
         .default_backoff()
         .filter_map(move |ev| {
             let out = match ev {
@@ -88,6 +108,14 @@ pub async fn run(client: Client, options: Options) -> Result<(), Error> {
         watch(&client, Change::Check),
         watch(&client, Change::Workload),
         watch(&client, Change::Job),
+        watch(&client, Change::ProvisioningConfig),
+        watch(&client, Change::ProvisioningRequest),
+        // Only the PodTemplates Kueue creates for ProvisioningRequests.
+        watch_with(
+            &client,
+            watcher::Config::default().labels(&format!("{}=true", api::constants::label::MANAGED)),
+            Change::PodTemplate,
+        ),
     ]);
     let mut loop_ = Loop {
         world: World::default(),
@@ -122,7 +150,7 @@ pub async fn run(client: Client, options: Options) -> Result<(), Error> {
     }
 }
 
-const KINDS: usize = 6;
+const KINDS: usize = 9;
 
 struct Loop {
     world: World,
@@ -141,6 +169,9 @@ struct PendingLists {
     checks: Vec<AdmissionCheck>,
     workloads: Vec<Workload>,
     jobs: Vec<Job>,
+    provisioning_configs: Vec<ProvisioningRequestConfig>,
+    provisioning_requests: Vec<ProvisioningRequest>,
+    pod_templates: Vec<PodTemplate>,
 }
 
 /// Applies one watch event to a kind's objects; returns the objects that changed, old and new.
@@ -249,6 +280,38 @@ impl Loop {
                 for (old, new) in on_event(&mut w.jobs, &mut l.jobs, s, "Job", e) {
                     r.job_changed(old.as_ref(), new.as_ref());
                 }
+            }
+            Change::ProvisioningConfig(e) => {
+                for (old, new) in on_event(
+                    &mut w.provisioning_configs,
+                    &mut l.provisioning_configs,
+                    s,
+                    "ProvisioningRequestConfig",
+                    e,
+                ) {
+                    r.provisioning_config_changed(w, old.as_ref(), new.as_ref());
+                }
+            }
+            Change::ProvisioningRequest(e) => {
+                for (old, new) in on_event(
+                    &mut w.provisioning_requests,
+                    &mut l.provisioning_requests,
+                    s,
+                    "ProvisioningRequest",
+                    e,
+                ) {
+                    r.provisioning_request_changed(old.as_ref(), new.as_ref());
+                }
+            }
+            Change::PodTemplate(e) => {
+                // Templates matter only through their request, which the pass looks at anyway.
+                on_event(
+                    &mut w.pod_templates,
+                    &mut l.pod_templates,
+                    s,
+                    "PodTemplate",
+                    e,
+                );
             }
         }
     }

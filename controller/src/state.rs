@@ -6,8 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
+use api::autoscaling::ProvisioningRequest;
+use api::kueue::{
+    AdmissionCheck, ClusterQueue, LocalQueue, ProvisioningRequestConfig, ResourceFlavor, Workload,
+};
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::PodTemplate;
 use kube::Resource;
 use kube::ResourceExt;
 
@@ -119,6 +123,10 @@ pub struct World {
     pub admission_checks: Objects<AdmissionCheck>,
     pub workloads: Objects<Workload>,
     pub jobs: Objects<Job>,
+    pub provisioning_configs: Objects<ProvisioningRequestConfig>,
+    pub provisioning_requests: Objects<ProvisioningRequest>,
+    /// Only the PodTemplates Kueue manages (label `kueue.x-k8s.io/managed: "true"`).
+    pub pod_templates: Objects<PodTemplate>,
 }
 
 impl World {

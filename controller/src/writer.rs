@@ -6,7 +6,7 @@
 
 use std::fmt::Debug;
 
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -94,6 +94,18 @@ impl Writer {
         written
     }
 
+    /// DELETE an object (background propagation: its dependents go after it); one already gone
+    /// counts as stale.
+    pub async fn delete<K>(&self, obj: &K) -> Result<Written<()>, kube::Error>
+    where
+        K: Scoped + Clone + Serialize + DeserializeOwned + Debug,
+    {
+        let dp = DeleteParams::background();
+        let deleted = settle(self.api(obj).delete(&obj.name_any(), &dp).await.map(|_| ()));
+        log_write("delete", obj, &deleted);
+        deleted
+    }
+
     /// Records an Event about `obj`. Failing to record is logged, never fatal, as in Kueue.
     pub async fn event<K>(&self, obj: &K, warning: bool, reason: &str, message: &str)
     where
@@ -108,21 +120,22 @@ impl Writer {
             action: reason,
             note: &note,
         };
-        if let Err(e) = self
-            .recorder
-            .publish(&occurrence, &obj.object_ref(&()))
-            .await
-        {
+        // As client-go's `reference.GetReference`: the object's resourceVersion is part of the
+        // reference, so the same reason about a later version of the object is a new Event, not
+        // a repeat of the first (kube's `object_ref` leaves it out).
+        let mut regarding = obj.object_ref(&());
+        regarding.resource_version = obj.meta().resource_version.clone();
+        if let Err(e) = self.recorder.publish(&occurrence, &regarding).await {
             tracing::warn!(reason, error = %e, "recording an event");
         }
     }
 }
 
 /// One debug line per write (`RUST_LOG=controller=debug`), to see what the loop does.
-fn log_write<K: Resource<DynamicType = ()>>(
+fn log_write<K: Resource<DynamicType = ()>, T>(
     verb: &str,
     obj: &K,
-    written: &Result<Written<K>, kube::Error>,
+    written: &Result<Written<T>, kube::Error>,
 ) {
     let outcome = match written {
         Ok(Written::Ok(_)) => "ok",
@@ -175,10 +188,13 @@ macro_rules! cluster_scoped {
 namespaced!(
     api::kueue::Workload,
     api::kueue::LocalQueue,
-    k8s_openapi::api::batch::v1::Job
+    k8s_openapi::api::batch::v1::Job,
+    k8s_openapi::api::core::v1::PodTemplate,
+    api::autoscaling::ProvisioningRequest
 );
 cluster_scoped!(
     api::kueue::ClusterQueue,
     api::kueue::ResourceFlavor,
-    api::kueue::AdmissionCheck
+    api::kueue::AdmissionCheck,
+    api::kueue::ProvisioningRequestConfig
 );

@@ -289,7 +289,7 @@ pub fn start_job(job: &mut Job, infos: &[PodSetInfo]) -> Result<(), PodSetInfoEr
 }
 
 /// Merges `info` into a pod template; fields that were absent stay absent when there is nothing to add.
-fn merge_into_template(
+pub(crate) fn merge_into_template(
     template: &mut PodTemplateSpec,
     info: &PodSetInfo,
 ) -> Result<(), PodSetInfoError> {

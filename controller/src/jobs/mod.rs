@@ -11,6 +11,7 @@ mod podset;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use job::merge_into_template;
 pub use job::{
     COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, DEFAULT_POD_SET_NAME, FAILED_TO_START_REASON,
     MAX_WORKLOAD_NAME_LENGTH, MIN_PARALLELISM_ANNOTATION, STOPPING_ANNOTATION, StopOutcome,

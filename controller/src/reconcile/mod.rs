@@ -4,6 +4,7 @@
 //! passes (jobs, workloads, scheduler, queue status) until nothing is left to do.
 
 mod jobs;
+mod provisioning;
 mod queues;
 mod schedule;
 mod workloads;
@@ -55,6 +56,10 @@ pub struct Reconciler {
     workload_of_job: BTreeMap<String, Key>,
     /// ClusterQueues whose queues must be tried again.
     requeue: BTreeSet<String>,
+    /// Workloads whose ProvisioningRequest checks need another look.
+    dirty_provisioning: BTreeSet<Key>,
+    /// ProvisioningRequest AdmissionChecks whose `Active` condition needs another look.
+    dirty_checks: BTreeSet<String>,
     /// The SchedulingEquivalenceHashing gate.
     equivalence_hashing: bool,
     /// The scheduler loop's pause after cycles that admitted nothing, and when it ends.
@@ -85,6 +90,8 @@ impl Reconciler {
             lq_of: BTreeMap::new(),
             workload_of_job: BTreeMap::new(),
             requeue: BTreeSet::new(),
+            dirty_provisioning: BTreeSet::new(),
+            dirty_checks: BTreeSet::new(),
             equivalence_hashing,
             cycle_backoff: CycleBackoff::default(),
             schedule_not_before: None,
@@ -157,6 +164,7 @@ impl Reconciler {
             progressed |= self.jobs_pass(world).await?;
             progressed |= self.workloads_pass(world).await?;
             progressed |= self.schedule(world).await?;
+            progressed |= self.provisioning_pass(world).await?;
             progressed |= self.status_pass(world).await?;
             if !progressed {
                 break;
@@ -274,6 +282,9 @@ impl Reconciler {
     ) {
         let Some(ac) = new.or(old) else { return };
         let name = ac.name_any();
+        if provisioning::is_provisioning(ac) {
+            self.provisioning_check_changed(world, &name);
+        }
         let users: Vec<String> = world
             .cluster_queues
             .values()
@@ -297,6 +308,7 @@ impl Reconciler {
         let Some(any) = new.or(old) else { return };
         let key = key_of(any);
         self.dirty_workloads.insert(key.clone());
+        self.dirty_provisioning.insert(key.clone());
         // Which job owns it.
         for wl in [old, new].into_iter().flatten() {
             if let Some(owner) = job_owner(wl) {

@@ -1,0 +1,3 @@
+//! Admission check controllers: the second phase of admission, after quota.
+
+pub mod provisioning;

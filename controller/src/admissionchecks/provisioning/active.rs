@@ -1,0 +1,126 @@
+//! Whether a ProvisioningRequest AdmissionCheck is usable: its `Active` condition, from its
+//! parameters reference and whether the ProvisioningRequestConfig it names exists. Reasons and
+//! messages are Kueue's (`Active` / `BadParametersRef`, the reference errors of
+//! `pkg/util/admissioncheck`, the API server's not-found message).
+
+use api::kueue::AdmissionCheckParametersReference;
+
+const GROUP: &str = "kueue.x-k8s.io";
+const KIND: &str = "ProvisioningRequestConfig";
+
+/// The `Active` condition the check should have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Activity {
+    pub active: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The name of the ProvisioningRequestConfig a check's parameters reference, or why it has none.
+pub fn config_name(params: Option<&AdmissionCheckParametersReference>) -> Result<&str, String> {
+    let bad = |why: String| format!("{why}: bad parameters reference");
+    let Some(params) = params else {
+        return Err("missing parameters reference".into());
+    };
+    if params.name.is_empty() {
+        return Err(bad("empty name".into()));
+    }
+    if params.api_group != GROUP {
+        return Err(bad(format!(
+            "wrong group {:?}, expecting {GROUP:?}",
+            params.api_group
+        )));
+    }
+    if params.kind != KIND {
+        return Err(bad(format!(
+            "wrong kind {:?}, expecting {KIND:?}",
+            params.kind
+        )));
+    }
+    Ok(&params.name)
+}
+
+/// The check's activity, given whether a config of that name exists.
+pub fn activity(
+    params: Option<&AdmissionCheckParametersReference>,
+    config_exists: impl Fn(&str) -> bool,
+) -> Activity {
+    let problem = match config_name(params) {
+        Err(why) => Some(why),
+        Ok(name) if !config_exists(name) => Some(format!(
+            "provisioningrequestconfigs.kueue.x-k8s.io {name:?} not found"
+        )),
+        Ok(_) => None,
+    };
+    match problem {
+        None => Activity {
+            active: true,
+            reason: "Active",
+            message: "The admission check is active".into(),
+        },
+        Some(message) => Activity {
+            active: false,
+            reason: "BadParametersRef",
+            message,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn params(group: &str, kind: &str, name: &str) -> Option<AdmissionCheckParametersReference> {
+        Some(AdmissionCheckParametersReference {
+            api_group: group.into(),
+            kind: kind.into(),
+            name: name.into(),
+        })
+    }
+
+    #[rstest]
+    #[case::active(
+        params(GROUP, KIND, "gpu"),
+        true,
+        "Active",
+        "The admission check is active"
+    )]
+    #[case::no_reference(None, false, "BadParametersRef", "missing parameters reference")]
+    #[case::empty_name(
+        params(GROUP, KIND, ""),
+        false,
+        "BadParametersRef",
+        "empty name: bad parameters reference"
+    )]
+    #[case::wrong_group(
+        params("example.com", KIND, "gpu"),
+        false,
+        "BadParametersRef",
+        "wrong group \"example.com\", expecting \"kueue.x-k8s.io\": bad parameters reference"
+    )]
+    #[case::wrong_kind(
+        params(GROUP, "MultiKueueConfig", "gpu"),
+        false,
+        "BadParametersRef",
+        "wrong kind \"MultiKueueConfig\", expecting \"ProvisioningRequestConfig\": bad parameters reference"
+    )]
+    #[case::missing_config(
+        params(GROUP, KIND, "cpu"),
+        false,
+        "BadParametersRef",
+        "provisioningrequestconfigs.kueue.x-k8s.io \"cpu\" not found"
+    )]
+    fn a_check_is_active_when_its_config_exists(
+        #[case] params: Option<AdmissionCheckParametersReference>,
+        #[case] active: bool,
+        #[case] reason: &str,
+        #[case] message: &str,
+    ) {
+        let got = activity(params.as_ref(), |name| name == "gpu");
+        assert_eq!(
+            (got.active, got.reason, got.message.as_str()),
+            (active, reason, message)
+        );
+    }
+}

@@ -1,0 +1,552 @@
+//! The ProvisioningRequest admission check's reconciler, in Kueue's order for each workload:
+//! a finished or evicted workload loses its requests; otherwise the check states follow the
+//! current requests, requests no longer current are deleted, and missing ones are created
+//! (PodTemplates first, so the autoscaler never sees a request whose templates are missing).
+//! The decisions are in [`crate::admissionchecks::provisioning`]; this is the glue.
+
+use std::collections::BTreeMap;
+
+use api::autoscaling::ProvisioningRequest;
+use api::constants::{controller_name, provisioning_event as event, provreq_condition as cond};
+use api::kueue::{
+    AdmissionCheck, AdmissionCheckState, CheckState, ProvisioningRequestConfigSpec,
+    ResourceFlavorSpec, Workload, WorkloadStatus,
+};
+use k8s_openapi::api::core::v1::PodTemplate;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
+use kube::{Resource, ResourceExt};
+
+use super::Reconciler;
+use crate::admissionchecks::provisioning::{active, names, request, state};
+use crate::manager::Error;
+use crate::state::{Key, World, key_of};
+use crate::workload;
+use crate::writer::Written;
+
+impl Reconciler {
+    /// Brings the provisioning checks of the workloads marked since the last pass up to date, and
+    /// the `Active` condition of the provisioning AdmissionChecks.
+    pub(super) async fn provisioning_pass(&mut self, world: &mut World) -> Result<bool, Error> {
+        let mut progressed = false;
+        for name in std::mem::take(&mut self.dirty_checks) {
+            progressed |= self.sync_check_activity(world, &name).await?;
+        }
+        for key in std::mem::take(&mut self.dirty_provisioning) {
+            progressed |= self.sync_provisioning(world, &key).await?;
+        }
+        Ok(progressed)
+    }
+
+    async fn sync_check_activity(&mut self, world: &mut World, name: &str) -> Result<bool, Error> {
+        let Some(ac) = world.admission_checks.get(name).cloned() else {
+            return Ok(false);
+        };
+        if ac.spec.controller_name != controller_name::PROVISIONING_REQUEST {
+            return Ok(false);
+        }
+        let activity = active::activity(ac.spec.parameters.as_ref(), |config| {
+            world.provisioning_configs.get(config).is_some()
+        });
+        let condition = Condition {
+            type_: "Active".into(),
+            status: if activity.active { "True" } else { "False" }.into(),
+            reason: activity.reason.into(),
+            message: activity.message,
+            last_transition_time: self.options.clock.now_time(),
+            observed_generation: ac.metadata.generation,
+        };
+        let mut next = ac.clone();
+        let conditions = &mut next.status.get_or_insert_with(Default::default).conditions;
+        match conditions.iter_mut().find(|c| c.type_ == "Active") {
+            Some(c)
+                if c.status == condition.status
+                    && c.reason == condition.reason
+                    && c.message == condition.message =>
+            {
+                return Ok(false);
+            }
+            Some(c) => {
+                // The transition time moves only when the status does.
+                let since = (c.status == condition.status).then(|| c.last_transition_time.clone());
+                *c = condition;
+                if let Some(t) = since {
+                    c.last_transition_time = t;
+                }
+            }
+            None => conditions.push(condition),
+        }
+        if let Written::Ok(written) = self.writer.replace_status(&next).await? {
+            world.admission_checks.apply(written);
+        }
+        Ok(true)
+    }
+
+    async fn sync_provisioning(&mut self, world: &mut World, key: &Key) -> Result<bool, Error> {
+        let Some(wl) = world.workloads.get(key).cloned() else {
+            return Ok(false);
+        };
+        let finished = workload::is_finished(&wl);
+        let evicted = workload::is_evicted(&wl);
+        if !workload::has_quota_reservation(&wl) && !finished && !evicted {
+            return Ok(false);
+        }
+        let owned = owned_requests(world, &wl);
+        if finished || evicted {
+            // Requests outlive neither the workload's run nor its quota.
+            let mut progressed = false;
+            for req in &owned {
+                progressed |= self.delete_request(world, req).await?;
+            }
+            return Ok(progressed);
+        }
+        let configs = self.provisioning_configs(world, &wl);
+        if configs.is_empty() {
+            return Ok(false);
+        }
+        // The request each check goes by: the latest attempt still matching its config.
+        let mut current: BTreeMap<String, ProvisioningRequest> = BTreeMap::new();
+        for (check, config) in &configs {
+            let Some(config) = config else { continue };
+            if !request::is_needed(&wl, config).unwrap_or(false) {
+                continue;
+            }
+            let wl_name = wl.name_any();
+            let latest = owned
+                .iter()
+                .filter(|r| request::synced_with_config(r, &wl, config))
+                .filter_map(|r| Some((names::attempt_of(&r.name_any(), &wl_name, check)?, r)))
+                .max_by_key(|(attempt, _)| *attempt);
+            if let Some((_, r)) = latest {
+                current.insert(check.clone(), r.clone());
+            }
+        }
+        let mut progressed = self
+            .sync_check_states(world, &wl, &configs, &current)
+            .await?;
+        for req in &owned {
+            if !current.values().any(|c| c.name_any() == req.name_any()) {
+                progressed |= self.delete_request(world, req).await?;
+            }
+        }
+        // The states just written decide whether a request is (re)created.
+        let wl = world.workloads.get(key).cloned().unwrap_or(wl);
+        for (check, config) in &configs {
+            let Some(config) = config else { continue };
+            progressed |= self
+                .sync_request(world, &wl, check, config, current.get(check))
+                .await?;
+        }
+        Ok(progressed)
+    }
+
+    /// The provisioning checks of a workload, each with its config (`None`: the check is not
+    /// active: no AdmissionCheck, a bad reference or a missing config).
+    fn provisioning_configs(
+        &self,
+        world: &World,
+        wl: &Workload,
+    ) -> BTreeMap<String, Option<ProvisioningRequestConfigSpec>> {
+        let states = wl.status.iter().flat_map(|s| &s.admission_checks);
+        states
+            .filter_map(|s| {
+                let ac = world.admission_checks.get(&s.name)?;
+                if ac.spec.controller_name != controller_name::PROVISIONING_REQUEST {
+                    return None;
+                }
+                let config = active::config_name(ac.spec.parameters.as_ref())
+                    .ok()
+                    .and_then(|name| world.provisioning_configs.get(name))
+                    .map(|c| c.spec.clone());
+                Some((s.name.clone(), config))
+            })
+            .collect()
+    }
+
+    async fn sync_check_states(
+        &mut self,
+        world: &mut World,
+        wl: &Workload,
+        configs: &BTreeMap<String, Option<ProvisioningRequestConfigSpec>>,
+        current: &BTreeMap<String, ProvisioningRequest>,
+    ) -> Result<bool, Error> {
+        let now = self.options.clock.now_time();
+        let mut next = wl.clone();
+        let status = next.status.get_or_insert_with(WorkloadStatus::default);
+        let mut messages = vec![];
+        let mut changed = false;
+        for check in status.admission_checks.iter_mut() {
+            let Some(config) = configs.get(&check.name) else {
+                continue;
+            };
+            let before = check.state;
+            let needed = match config {
+                Some(c) => match request::is_needed(wl, c) {
+                    Ok(needed) => needed,
+                    Err(e) => {
+                        tracing::warn!(workload = %key_of(wl), error = %e, "provisioning check");
+                        continue;
+                    }
+                },
+                None => true,
+            };
+            let req = current.get(&check.name);
+            let facts = state::Facts {
+                retry: config.as_ref().map(|c| c.effective_retry_strategy()),
+                needed,
+                request: req.map(|r| state::RequestFacts {
+                    attempt: names::attempt_of(&r.name_any(), &wl.name_any(), &check.name)
+                        .unwrap_or(1),
+                    conditions: r.status.as_ref().map_or(&[][..], |s| &s.conditions[..]),
+                    pod_set_updates: config
+                        .as_ref()
+                        .map(|c| request::pod_set_updates(wl, r, c))
+                        .unwrap_or_default(),
+                }),
+                workload_admitted: workload::is_admitted(wl),
+                workload_active: workload::is_active(wl),
+                workload_finished: workload::is_finished(wl),
+            };
+            if !state::sync(check, &facts) {
+                continue;
+            }
+            changed = true;
+            if check.state != before {
+                check.last_transition_time = now.clone();
+                let mut message = format!(
+                    "Admission check {} updated state from {before} to {}",
+                    check.name, check.state
+                );
+                if !check.message.is_empty() {
+                    message.push_str(&format!(" with message: {}", check.message));
+                }
+                messages.push(message);
+            }
+        }
+        if !changed {
+            return Ok(false);
+        }
+        if let Written::Ok(written) = self.writer.replace_status(&next).await? {
+            for message in &messages {
+                self.writer
+                    .event(&written, false, event::ADMISSION_CHECK_UPDATED, message)
+                    .await;
+            }
+            self.written_workload(world, written);
+        }
+        Ok(true)
+    }
+
+    /// Creates the check's request when it has none, or the next attempt when the current one
+    /// failed (or its booking expired before admission) and the check is Pending again; and hands
+    /// the request's PodTemplates over to it.
+    async fn sync_request(
+        &mut self,
+        world: &mut World,
+        wl: &Workload,
+        check: &str,
+        config: &ProvisioningRequestConfigSpec,
+        current: Option<&ProvisioningRequest>,
+    ) -> Result<bool, Error> {
+        if !request::is_needed(wl, config).unwrap_or(false) {
+            return Ok(false);
+        }
+        let Some(state) = check_state(wl, check) else {
+            return Ok(false);
+        };
+        // Not recreated once Ready, even if someone deletes it.
+        if state.state == CheckState::Ready {
+            return Ok(false);
+        }
+        let mut attempt = u32::try_from(state.retry_count.unwrap_or(0)).unwrap_or(0) + 1;
+        let create = match current {
+            None => true,
+            Some(req) => {
+                let over = has_condition(req, cond::FAILED)
+                    || (has_condition(req, cond::BOOKING_EXPIRED) && !workload::is_admitted(wl));
+                if over && state.state == CheckState::Pending {
+                    attempt =
+                        names::attempt_of(&req.name_any(), &wl.name_any(), check).unwrap_or(1) + 1;
+                    true
+                } else {
+                    false
+                }
+            }
+        };
+        let mut progressed = false;
+        let req = if create {
+            progressed = true;
+            match self
+                .create_request(world, wl, check, attempt, config)
+                .await?
+            {
+                Some(req) => req,
+                None => return Ok(true),
+            }
+        } else {
+            match current {
+                Some(r) => r.clone(),
+                None => return Ok(false),
+            }
+        };
+        progressed |= self.hand_over_templates(world, wl, &req).await?;
+        Ok(progressed)
+    }
+
+    /// PodTemplates (those not there yet), then the request. A refusal is reported as Kueue does:
+    /// a Warning `FailedCreate` Event and the check's message.
+    async fn create_request(
+        &mut self,
+        world: &mut World,
+        wl: &Workload,
+        check: &str,
+        attempt: u32,
+        config: &ProvisioningRequestConfigSpec,
+    ) -> Result<Option<ProvisioningRequest>, Error> {
+        let merged = match request::merged_pod_sets(wl, config) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(workload = %key_of(wl), error = %e, "provisioning request");
+                return Ok(None);
+            }
+        };
+        let name = names::request_name(&wl.name_any(), check, attempt);
+        let flavors: BTreeMap<String, ResourceFlavorSpec> = world
+            .flavors
+            .values()
+            .map(|f| (f.name_any(), f.spec.clone()))
+            .collect();
+        for m in &merged {
+            let pt_name = names::pod_template_name(&name, &m.pod_set.name);
+            let pt_key = format!("{}/{pt_name}", wl.namespace().unwrap_or_default());
+            if world.pod_templates.get(&pt_key).is_some() {
+                continue;
+            }
+            let pt = match request::pod_template(wl, &pt_name, m, &flavors) {
+                Ok(pt) => pt,
+                Err(e) => {
+                    let message = format!("Error creating PodTemplate {pt_name:?}: {e}");
+                    self.failed_create(world, wl, check, &message).await?;
+                    return Ok(None);
+                }
+            };
+            match self.writer.create(&pt).await {
+                Ok(Written::Ok(created)) => {
+                    world.pod_templates.apply(created);
+                }
+                Ok(Written::Stale) => {}
+                Err(kube::Error::Api(status)) => {
+                    let message =
+                        format!("Error creating PodTemplate {pt_name:?}: {}", status.message);
+                    self.failed_create(world, wl, check, &message).await?;
+                    return Ok(None);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let req = request::provisioning_request(wl, check, attempt, config, &merged);
+        match self.writer.create(&req).await {
+            Ok(Written::Ok(created)) => {
+                self.writer
+                    .event(
+                        wl,
+                        false,
+                        event::PROVISIONING_REQUEST_CREATED,
+                        &format!("Created ProvisioningRequest: {name:?}"),
+                    )
+                    .await;
+                world.provisioning_requests.apply(created.clone());
+                Ok(Some(created))
+            }
+            // Created by an earlier pass whose response the watch has not brought yet.
+            Ok(Written::Stale) => Ok(None),
+            Err(kube::Error::Api(status)) => {
+                let message = format!(
+                    "Error creating ProvisioningRequest {name:?}: {}",
+                    status.message
+                );
+                self.failed_create(world, wl, check, &message).await?;
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn failed_create(
+        &mut self,
+        world: &mut World,
+        wl: &Workload,
+        check: &str,
+        message: &str,
+    ) -> Result<(), Error> {
+        let note = crate::workload::conditions::truncate(message, 1024);
+        self.writer
+            .event(wl, true, event::FAILED_CREATE, &note)
+            .await;
+        let mut next = wl.clone();
+        let Some(state) = next
+            .status
+            .as_mut()
+            .and_then(|s| s.admission_checks.iter_mut().find(|c| c.name == check))
+        else {
+            return Ok(());
+        };
+        if state.message == message {
+            return Ok(());
+        }
+        state.message = message.into();
+        state.last_transition_time = self.options.clock.now_time();
+        if let Written::Ok(written) = self.writer.replace_status(&next).await? {
+            self.written_workload(world, written);
+        }
+        Ok(())
+    }
+
+    /// The request's PodTemplates become the request's (they were the workload's, so that a
+    /// request that failed to be created leaves none behind).
+    async fn hand_over_templates(
+        &mut self,
+        world: &mut World,
+        wl: &Workload,
+        req: &ProvisioningRequest,
+    ) -> Result<bool, Error> {
+        let mut progressed = false;
+        let ns = req.namespace().unwrap_or_default();
+        for ps in &req.spec.pod_sets {
+            let key = format!("{ns}/{}", ps.pod_template_ref.name);
+            let Some(pt) = world.pod_templates.get(&key).cloned() else {
+                continue;
+            };
+            let Some(owner) = controller_ref(req) else {
+                continue;
+            };
+            let refs = pt.metadata.owner_references.clone().unwrap_or_default();
+            if refs
+                .iter()
+                .any(|r| r.controller == Some(true) && r.uid == owner.uid)
+            {
+                continue;
+            }
+            let wl_uid = wl.uid().unwrap_or_default();
+            let mut next: PodTemplate = pt.clone();
+            let mut refs: Vec<OwnerReference> = refs
+                .into_iter()
+                .filter(|r| !(r.controller == Some(true) && r.uid == wl_uid))
+                .collect();
+            refs.push(owner);
+            next.metadata.owner_references = Some(refs);
+            if let Written::Ok(written) = self.writer.replace(&next).await? {
+                world.pod_templates.apply(written);
+            }
+            progressed = true;
+        }
+        Ok(progressed)
+    }
+
+    async fn delete_request(
+        &mut self,
+        world: &mut World,
+        req: &ProvisioningRequest,
+    ) -> Result<bool, Error> {
+        self.writer.delete(req).await?;
+        world.provisioning_requests.delete(req);
+        Ok(true)
+    }
+
+    pub fn provisioning_config_changed(
+        &mut self,
+        world: &World,
+        old: Option<&api::kueue::ProvisioningRequestConfig>,
+        new: Option<&api::kueue::ProvisioningRequestConfig>,
+    ) {
+        let Some(config) = new.or(old) else { return };
+        let name = config.name_any();
+        let checks: Vec<String> = world
+            .admission_checks
+            .values()
+            .filter(|ac| active::config_name(ac.spec.parameters.as_ref()) == Ok(name.as_str()))
+            .map(|ac| ac.name_any())
+            .collect();
+        for check in checks {
+            self.provisioning_check_changed(world, &check);
+        }
+    }
+
+    pub fn provisioning_request_changed(
+        &mut self,
+        old: Option<&ProvisioningRequest>,
+        new: Option<&ProvisioningRequest>,
+    ) {
+        let Some(req) = new.or(old) else { return };
+        if let Some(owner) = workload_owner(req) {
+            let ns = req.namespace().unwrap_or_default();
+            self.dirty_provisioning
+                .insert(format!("{ns}/{}", owner.name));
+        }
+    }
+
+    /// A provisioning AdmissionCheck (or its config) changed: its activity, and every workload
+    /// that carries it.
+    pub(super) fn provisioning_check_changed(&mut self, world: &World, check: &str) {
+        self.dirty_checks.insert(check.to_owned());
+        for (key, wl) in world.workloads.iter() {
+            let carries = wl
+                .status
+                .iter()
+                .flat_map(|s| &s.admission_checks)
+                .any(|s| s.name == check);
+            if carries {
+                self.dirty_provisioning.insert(key.clone());
+            }
+        }
+    }
+}
+
+/// Whether an AdmissionCheck is handled here.
+pub(super) fn is_provisioning(ac: &AdmissionCheck) -> bool {
+    ac.spec.controller_name == controller_name::PROVISIONING_REQUEST
+}
+
+fn check_state<'a>(wl: &'a Workload, check: &str) -> Option<&'a AdmissionCheckState> {
+    wl.status
+        .as_ref()?
+        .admission_checks
+        .iter()
+        .find(|c| c.name == check)
+}
+
+fn has_condition(req: &ProvisioningRequest, kind: &str) -> bool {
+    req.status
+        .iter()
+        .flat_map(|s| &s.conditions)
+        .any(|c| c.type_ == kind && c.status == "True")
+}
+
+/// The workload a request belongs to (its controller owner), as Kueue's index finds it.
+fn workload_owner(req: &ProvisioningRequest) -> Option<&OwnerReference> {
+    req.owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true) && o.kind == Workload::kind(&()))
+}
+
+fn owned_requests(world: &World, wl: &Workload) -> Vec<ProvisioningRequest> {
+    let ns = wl.namespace();
+    let name = wl.name_any();
+    world
+        .provisioning_requests
+        .values()
+        .filter(|r| r.namespace() == ns && workload_owner(r).is_some_and(|o| o.name == name))
+        .cloned()
+        .collect()
+}
+
+/// The request as controller owner of its PodTemplates.
+fn controller_ref(req: &ProvisioningRequest) -> Option<OwnerReference> {
+    Some(OwnerReference {
+        api_version: ProvisioningRequest::api_version(&()).into_owned(),
+        kind: ProvisioningRequest::kind(&()).into_owned(),
+        name: req.name_any(),
+        uid: req.uid()?,
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    })
+}
