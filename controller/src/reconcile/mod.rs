@@ -127,6 +127,7 @@ impl Reconciler {
             .collect();
         for key in due {
             self.wake.remove(&key);
+            self.dirty_provisioning.insert(key.clone());
             self.dirty_workloads.insert(key);
         }
         let due = |map: &mut BTreeMap<String, Timestamp>| {
@@ -282,7 +283,10 @@ impl Reconciler {
     ) {
         let Some(ac) = new.or(old) else { return };
         let name = ac.name_any();
-        if provisioning::is_provisioning(ac) {
+        // Old or new: a check that stops being a provisioning check leaves requests to delete.
+        if old.is_some_and(provisioning::is_provisioning)
+            || new.is_some_and(provisioning::is_provisioning)
+        {
             self.provisioning_check_changed(world, &name);
         }
         let users: Vec<String> = world

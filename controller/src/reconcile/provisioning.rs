@@ -23,6 +23,9 @@ use crate::state::{Key, World, key_of};
 use crate::workload;
 use crate::writer::Written;
 
+/// How long a workload waits after an API error before its check is looked at again.
+const RETRY_AFTER_ERROR: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Reconciler {
     /// Brings the provisioning checks of the workloads marked since the last pass up to date, and
     /// the `Active` condition of the provisioning AdmissionChecks.
@@ -32,9 +35,25 @@ impl Reconciler {
             progressed |= self.sync_check_activity(world, &name).await?;
         }
         for key in std::mem::take(&mut self.dirty_provisioning) {
-            progressed |= self.sync_provisioning(world, &key).await?;
+            match self.sync_provisioning(world, &key).await {
+                Ok(p) => progressed |= p,
+                // A refusal (a webhook, a quota, a server error) is logged and tried again
+                // later, as controller-runtime requeues a failed reconcile.
+                Err(Error::Api(e)) => {
+                    tracing::warn!(workload = %key, error = %e, "provisioning check, retrying in 10s");
+                    self.retry_provisioning_later(&key);
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(progressed)
+    }
+
+    fn retry_provisioning_later(&mut self, key: &Key) {
+        let now = self.options.clock.now();
+        let at = now.checked_add(RETRY_AFTER_ERROR).unwrap_or(now);
+        let due = self.wake.entry(key.clone()).or_insert(at);
+        *due = (*due).min(at);
     }
 
     async fn sync_check_activity(&mut self, world: &mut World, name: &str) -> Result<bool, Error> {
@@ -101,7 +120,12 @@ impl Reconciler {
         }
         let configs = self.provisioning_configs(world, &wl);
         if configs.is_empty() {
-            return Ok(false);
+            // The check was removed from the queue, deleted, or handed to another controller.
+            let mut progressed = false;
+            for req in &owned {
+                progressed |= self.delete_request(world, req).await?;
+            }
+            return Ok(progressed);
         }
         // The request each check goes by: the latest attempt still matching its config.
         let mut current: BTreeMap<String, ProvisioningRequest> = BTreeMap::new();
@@ -120,9 +144,13 @@ impl Reconciler {
                 current.insert(check.clone(), r.clone());
             }
         }
-        let mut progressed = self
+        let Some(mut progressed) = self
             .sync_check_states(world, &wl, &configs, &current)
-            .await?;
+            .await?
+        else {
+            // Someone wrote the workload first; its new version brings this pass back.
+            return Ok(true);
+        };
         for req in &owned {
             if !current.values().any(|c| c.name_any() == req.name_any()) {
                 progressed |= self.delete_request(world, req).await?;
@@ -168,7 +196,7 @@ impl Reconciler {
         wl: &Workload,
         configs: &BTreeMap<String, Option<ProvisioningRequestConfigSpec>>,
         current: &BTreeMap<String, ProvisioningRequest>,
-    ) -> Result<bool, Error> {
+    ) -> Result<Option<bool>, Error> {
         let now = self.options.clock.now_time();
         let mut next = wl.clone();
         let status = next.status.get_or_insert_with(WorkloadStatus::default);
@@ -211,6 +239,9 @@ impl Reconciler {
             }
             changed = true;
             if check.state != before {
+                // Kueue's provisioning controller keeps the old time, so a Retry's requeueAt
+                // would count from when the check last became Pending; the backoff is meant to
+                // count from the failure.
                 check.last_transition_time = now.clone();
                 let mut message = format!(
                     "Admission check {} updated state from {before} to {}",
@@ -223,17 +254,20 @@ impl Reconciler {
             }
         }
         if !changed {
-            return Ok(false);
+            return Ok(Some(false));
         }
-        if let Written::Ok(written) = self.writer.replace_status(&next).await? {
-            for message in &messages {
-                self.writer
-                    .event(&written, false, event::ADMISSION_CHECK_UPDATED, message)
-                    .await;
+        match self.writer.replace_status(&next).await? {
+            Written::Ok(written) => {
+                for message in &messages {
+                    self.writer
+                        .event(&written, false, event::ADMISSION_CHECK_UPDATED, message)
+                        .await;
+                }
+                self.written_workload(world, written);
+                Ok(Some(true))
             }
-            self.written_workload(world, written);
+            Written::Stale => Ok(None),
         }
-        Ok(true)
     }
 
     /// Creates the check's request when it has none, or the next attempt when the current one
@@ -288,7 +322,7 @@ impl Reconciler {
                 None => return Ok(false),
             }
         };
-        progressed |= self.hand_over_templates(world, wl, &req).await?;
+        progressed |= self.hand_over_templates(world, &req).await?;
         Ok(progressed)
     }
 
@@ -355,6 +389,9 @@ impl Reconciler {
                     )
                     .await;
                 world.provisioning_requests.apply(created.clone());
+                // The watch will bring nothing newer, so look again now: a fresh request (no
+                // conditions yet) clears whatever the check said before.
+                self.dirty_provisioning.insert(key_of(wl));
                 Ok(Some(created))
             }
             // Created by an earlier pass whose response the watch has not brought yet.
@@ -378,6 +415,7 @@ impl Reconciler {
         check: &str,
         message: &str,
     ) -> Result<(), Error> {
+        self.retry_provisioning_later(&key_of(wl));
         let note = crate::workload::conditions::truncate(message, 1024);
         self.writer
             .event(wl, true, event::FAILED_CREATE, &note)
@@ -390,10 +428,11 @@ impl Reconciler {
         else {
             return Ok(());
         };
+        let message = crate::workload::conditions::truncate(message, 32768);
         if state.message == message {
             return Ok(());
         }
-        state.message = message.into();
+        state.message = message;
         state.last_transition_time = self.options.clock.now_time();
         if let Written::Ok(written) = self.writer.replace_status(&next).await? {
             self.written_workload(world, written);
@@ -406,7 +445,6 @@ impl Reconciler {
     async fn hand_over_templates(
         &mut self,
         world: &mut World,
-        wl: &Workload,
         req: &ProvisioningRequest,
     ) -> Result<bool, Error> {
         let mut progressed = false;
@@ -426,11 +464,12 @@ impl Reconciler {
             {
                 continue;
             }
-            let wl_uid = wl.uid().unwrap_or_default();
             let mut next: PodTemplate = pt.clone();
+            // The request becomes the one controller (the workload's, or a replaced request's,
+            // reference goes: an object may have only one).
             let mut refs: Vec<OwnerReference> = refs
                 .into_iter()
-                .filter(|r| !(r.controller == Some(true) && r.uid == wl_uid))
+                .filter(|r| r.controller != Some(true))
                 .collect();
             refs.push(owner);
             next.metadata.owner_references = Some(refs);
@@ -442,6 +481,9 @@ impl Reconciler {
         Ok(progressed)
     }
 
+    /// Deletes a request and its PodTemplates. The garbage collector would delete the templates
+    /// too, but later: a request recreated under the same attempt name (after a config change)
+    /// would find its templates' names taken by ones about to go, and point at nothing.
     async fn delete_request(
         &mut self,
         world: &mut World,
@@ -449,6 +491,22 @@ impl Reconciler {
     ) -> Result<bool, Error> {
         self.writer.delete(req).await?;
         world.provisioning_requests.delete(req);
+        let ns = req.namespace().unwrap_or_default();
+        let uid = req.uid();
+        for ps in &req.spec.pod_sets {
+            let key = format!("{ns}/{}", ps.pod_template_ref.name);
+            let Some(pt) = world.pod_templates.get(&key).cloned() else {
+                continue;
+            };
+            let owned = pt
+                .owner_references()
+                .iter()
+                .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref());
+            if owned {
+                self.writer.delete(&pt).await?;
+                world.pod_templates.delete(&pt);
+            }
+        }
         Ok(true)
     }
 

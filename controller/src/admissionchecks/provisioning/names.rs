@@ -21,14 +21,23 @@ pub fn pod_template_name(request: &str, pod_set: &str) -> String {
     limit(format!("{POD_TEMPLATE_PREFIX}-{request}-{pod_set}"))
 }
 
+/// The highest attempt looked for in a hashed name (its number is inside the hash).
+const MAX_HASHED_ATTEMPT: u32 = 1024;
+
 /// The attempt a request's name stands for, if it is one of this workload's check's requests.
+/// A name too long to keep whole hides its attempt in the hash, so the attempts are tried in
+/// turn; Kueue matches the shortened prefix and never finds such a request its own, deleting and
+/// recreating it on every reconcile.
 pub fn attempt_of(request: &str, workload: &str, check: &str) -> Option<u32> {
-    let prefix = limit(format!("{workload}-{check}-"));
-    let digits = request.strip_prefix(&prefix)?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    let full_prefix = format!("{workload}-{check}-");
+    let whole = request
+        .strip_prefix(&full_prefix)
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse().ok());
+    if whole.is_some() || full_prefix.len() + 2 <= MAX_PREFIX_LENGTH {
+        return whole;
     }
-    digits.parse().ok()
+    (1..=MAX_HASHED_ATTEMPT).find(|n| request_name(workload, check, *n) == request)
 }
 
 fn limit(full: String) -> String {
@@ -87,6 +96,16 @@ mod tests {
             &format!("{:02x}{:02x}{:02x}", digest[0], digest[1], digest[2])[..5]
         );
         assert_ne!(name, request_name(&workload, "check", 2));
+    }
+
+    #[test]
+    fn a_hashed_name_is_still_known_as_its_attempt() {
+        let workload = "w".repeat(250);
+        for attempt in [1, 2, 4] {
+            let name = request_name(&workload, "check", attempt);
+            assert_eq!(attempt_of(&name, &workload, "check"), Some(attempt));
+        }
+        assert_eq!(attempt_of("other", &workload, "check"), None);
     }
 
     #[test]

@@ -14,12 +14,13 @@ use api::kueue::{
     PodSet, PodSetAssignment, PodSetMergePolicy, PodSetUpdate, ProvisioningRequestConfigSpec,
     ResourceFlavorSpec, Workload,
 };
-use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplate};
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplate, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
 
 use super::names;
 use crate::jobs::{PodSetInfo, PodSetInfoError};
+use crate::resources::Amount;
 
 /// Why the objects of a request cannot be built.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -323,7 +324,8 @@ fn can_merge(a: &PodSet, b: &PodSet, policy: PodSetMergePolicy) -> bool {
                     x.init_containers.as_deref().unwrap_or_default(),
                     y.init_containers.as_deref().unwrap_or_default(),
                 )
-                && x.resources == y.resources
+                && effective_requests(x.resources.as_ref())
+                    == effective_requests(y.resources.as_ref())
                 && x.node_selector == y.node_selector
                 && x.tolerations == y.tolerations
                 && x.affinity == y.affinity
@@ -334,17 +336,28 @@ fn can_merge(a: &PodSet, b: &PodSet, policy: PodSetMergePolicy) -> bool {
 
 /// Containers pairwise with equal requests. A limit counts as the request it stands for, as it
 /// does for the scheduler and in the PodTemplates: Kueue compares the written requests only, and
-/// so merges a podset whose GPUs are set as limits with a CPU-only one.
+/// so merges a podset whose GPUs are set as limits with a CPU-only one. Quantities compare by
+/// value (`1` and `1000m` are equal), as Kubernetes' semantic equality does.
 fn same_requests(a: &[Container], b: &[Container]) -> bool {
-    let requests = |c: &Container| {
-        let resources = c.resources.clone().unwrap_or_default();
-        let mut requests = resources.requests.unwrap_or_default();
-        for (name, value) in resources.limits.unwrap_or_default() {
-            requests.entry(name).or_insert(value);
-        }
-        requests
-    };
+    let requests = |c: &Container| effective_requests(c.resources.as_ref());
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| requests(x) == requests(y))
+}
+
+/// Requests with limits filling in, each quantity by value (text if it does not parse).
+fn effective_requests(
+    resources: Option<&ResourceRequirements>,
+) -> BTreeMap<String, Result<Amount, String>> {
+    let Some(resources) = resources else {
+        return BTreeMap::new();
+    };
+    let mut merged = resources.requests.clone().unwrap_or_default();
+    for (name, value) in resources.limits.clone().unwrap_or_default() {
+        merged.entry(name).or_insert(value);
+    }
+    merged
+        .into_iter()
+        .map(|(name, q)| (name, Amount::from_quantity(&q).map_err(|_| q.0.clone())))
+        .collect()
 }
 
 /// A container's limit stands for a request it does not make (the scheduler does the same), so
@@ -353,11 +366,10 @@ fn use_limits_as_missing_requests(spec: &mut PodSpec) {
     let containers = spec
         .containers
         .iter_mut()
-        .chain(spec.init_containers.iter_mut().flatten());
-    for c in containers {
-        let Some(resources) = c.resources.as_mut() else {
-            continue;
-        };
+        .chain(spec.init_containers.iter_mut().flatten())
+        .filter_map(|c| c.resources.as_mut());
+    // Pod-level resources too, when the pod sets them.
+    for resources in containers.chain(spec.resources.as_mut()) {
         let Some(limits) = resources.limits.clone() else {
             continue;
         };

@@ -315,3 +315,32 @@ fn without_node_selector_config_updates_carry_only_the_annotations() {
     assert!(updates[0].node_selector.is_empty());
     assert_eq!(updates[0].annotations.len(), 2);
 }
+
+#[test]
+fn requests_merge_by_value_not_by_spelling() {
+    let wl = workload(
+        vec![
+            pod_set(
+                "a",
+                1,
+                vec![container(json!({"cpu": "1", "memory": "2Gi"}), json!({}))],
+            ),
+            pod_set(
+                "b",
+                2,
+                vec![container(
+                    json!({"cpu": "1000m", "memory": "2048Mi"}),
+                    json!({}),
+                )],
+            ),
+        ],
+        &[("a", None), ("b", None)],
+    );
+    let cfg = config(json!({"podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements"}));
+    let merged = merged_pod_sets(&wl, &cfg).unwrap();
+    let got: Vec<(Vec<&str>, i32)> = merged
+        .iter()
+        .map(|m| (m.members.clone(), m.count))
+        .collect();
+    assert_eq!(got, vec![(vec!["a", "b"], 3)]);
+}

@@ -139,11 +139,21 @@ fn retry_or_reject(
     changed
 }
 
-/// Seconds to wait before the next attempt after `retry_count` earlier retries: the base
-/// doubled per retry, capped (Kueue: `base * 2^retryCount`, up to max; 60, 120, 240 by default).
+/// Seconds to wait before the next attempt after `retry_count` earlier retries: the base doubled
+/// per retry (60, 120, 240 by default), as Kueue's `wait.Backoff` steps it: the cap applies from
+/// the second step on, and a cap of 0 means none.
 pub fn requeue_after_seconds(retry_count: u32, base: i32, max: i32) -> i32 {
-    let wait = i64::from(base.max(0)).saturating_mul(1i64 << retry_count.min(32));
-    wait.min(i64::from(max.max(0))) as i32
+    let base = i64::from(base.max(0));
+    if retry_count == 0 {
+        return base as i32;
+    }
+    let wait = base.saturating_mul(1i64 << retry_count.min(32));
+    let capped = if max > 0 {
+        wait.min(i64::from(max))
+    } else {
+        wait
+    };
+    capped.min(i64::from(i32::MAX)) as i32
 }
 
 fn set_state(check: &mut AdmissionCheckState, state: CheckState) -> bool {

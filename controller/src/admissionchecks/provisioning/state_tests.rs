@@ -267,6 +267,9 @@ fn a_zero_limit_rejects_the_first_failure() {
 #[case::capped(5, 60, 1800, 1800)]
 #[case::custom_base(1, 10, 1800, 20)]
 #[case::huge_count_saturates(200, 60, 1800, 1800)]
+#[case::a_base_above_the_cap_is_waited_once(0, 100, 50, 100)]
+#[case::then_the_cap(1, 100, 50, 50)]
+#[case::no_cap_when_zero(3, 60, 0, 480)]
 fn backoff_doubles_per_retry_up_to_the_max(
     #[case] retries: u32,
     #[case] base: i32,
