@@ -110,22 +110,14 @@ impl Reconciler {
             return Ok(false);
         }
         let owned = owned_requests(world, &wl);
+        // Requests outlive neither the workload's run nor its quota.
         if finished || evicted {
-            // Requests outlive neither the workload's run nor its quota.
-            let mut progressed = false;
-            for req in &owned {
-                progressed |= self.delete_request(world, req).await?;
-            }
-            return Ok(progressed);
+            return self.delete_requests(world, &owned).await;
         }
         let configs = self.provisioning_configs(world, &wl);
+        // The check was removed from the queue, deleted, or handed to another controller.
         if configs.is_empty() {
-            // The check was removed from the queue, deleted, or handed to another controller.
-            let mut progressed = false;
-            for req in &owned {
-                progressed |= self.delete_request(world, req).await?;
-            }
-            return Ok(progressed);
+            return self.delete_requests(world, &owned).await;
         }
         // The request each check goes by: the latest attempt still matching its config.
         let mut current: BTreeMap<String, ProvisioningRequest> = BTreeMap::new();
@@ -151,11 +143,11 @@ impl Reconciler {
             // Someone wrote the workload first; its new version brings this pass back.
             return Ok(true);
         };
-        for req in &owned {
-            if !current.values().any(|c| c.name_any() == req.name_any()) {
-                progressed |= self.delete_request(world, req).await?;
-            }
-        }
+        let unused: Vec<ProvisioningRequest> = owned
+            .into_iter()
+            .filter(|r| !current.values().any(|c| c.name_any() == r.name_any()))
+            .collect();
+        progressed |= self.delete_requests(world, &unused).await?;
         // The states just written decide whether a request is (re)created.
         let wl = world.workloads.get(key).cloned().unwrap_or(wl);
         for (check, config) in &configs {
@@ -481,6 +473,17 @@ impl Reconciler {
         Ok(progressed)
     }
 
+    async fn delete_requests(
+        &mut self,
+        world: &mut World,
+        requests: &[ProvisioningRequest],
+    ) -> Result<bool, Error> {
+        for req in requests {
+            self.delete_request(world, req).await?;
+        }
+        Ok(!requests.is_empty())
+    }
+
     /// Deletes a request and its PodTemplates. The garbage collector would delete the templates
     /// too, but later: a request recreated under the same attempt name (after a config change)
     /// would find its templates' names taken by ones about to go, and point at nothing.
@@ -488,7 +491,7 @@ impl Reconciler {
         &mut self,
         world: &mut World,
         req: &ProvisioningRequest,
-    ) -> Result<bool, Error> {
+    ) -> Result<(), Error> {
         self.writer.delete(req).await?;
         world.provisioning_requests.delete(req);
         let ns = req.namespace().unwrap_or_default();
@@ -507,7 +510,7 @@ impl Reconciler {
                 world.pod_templates.delete(&pt);
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     pub fn provisioning_config_changed(
