@@ -55,17 +55,8 @@ pub fn is_needed(
     wl: &Workload,
     config: &ProvisioningRequestConfigSpec,
 ) -> Result<bool, RequestError> {
-    let assignments = assignments(wl)?;
-    for ps in wl
-        .spec
-        .pod_sets
-        .iter()
-        .filter(|ps| uses_managed(ps, config))
-    {
-        let assignment = assignments
-            .get(ps.name.as_str())
-            .ok_or_else(|| RequestError::MissingAssignment(ps.name.clone()))?;
-        if assignment.count.unwrap_or(ps.count) > 0 {
+    for admitted in managed_admitted(wl, config)? {
+        if admitted?.2 > 0 {
             return Ok(true);
         }
     }
@@ -78,18 +69,9 @@ pub fn merged_pod_sets<'a>(
     wl: &'a Workload,
     config: &ProvisioningRequestConfigSpec,
 ) -> Result<Vec<MergedPodSet<'a>>, RequestError> {
-    let assignments = assignments(wl)?;
     let mut merged: Vec<MergedPodSet<'a>> = vec![];
-    for ps in wl
-        .spec
-        .pod_sets
-        .iter()
-        .filter(|ps| uses_managed(ps, config))
-    {
-        let assignment = assignments
-            .get(ps.name.as_str())
-            .ok_or_else(|| RequestError::MissingAssignment(ps.name.clone()))?;
-        let count = assignment.count.unwrap_or(ps.count);
+    for admitted in managed_admitted(wl, config)? {
+        let (ps, assignment, count) = admitted?;
         if count <= 0 {
             continue;
         }
@@ -270,18 +252,39 @@ pub fn pod_set_updates(
     updates
 }
 
-fn assignments(wl: &Workload) -> Result<BTreeMap<&str, &PodSetAssignment>, RequestError> {
+/// The podsets using a managed resource, in the workload's order, each with its assignment and
+/// admitted count, or the error of a podset the admission does not assign (callers stop there,
+/// as Kueue does: a request found needed before it is still needed).
+fn managed_admitted<'a>(
+    wl: &'a Workload,
+    config: &ProvisioningRequestConfigSpec,
+) -> Result<Vec<Admitted<'a>>, RequestError> {
     let admission = wl
         .status
         .as_ref()
         .and_then(|s| s.admission.as_ref())
         .ok_or(RequestError::NoAdmission)?;
-    Ok(admission
+    let assignments: BTreeMap<&str, &PodSetAssignment> = admission
         .pod_set_assignments
         .iter()
         .map(|a| (a.name.as_str(), a))
+        .collect();
+    Ok(wl
+        .spec
+        .pod_sets
+        .iter()
+        .filter(|ps| uses_managed(ps, config))
+        .map(|ps| {
+            let assignment = *assignments
+                .get(ps.name.as_str())
+                .ok_or_else(|| RequestError::MissingAssignment(ps.name.clone()))?;
+            Ok((ps, assignment, assignment.count.unwrap_or(ps.count)))
+        })
         .collect())
 }
+
+/// A podset, its assignment and its admitted count.
+type Admitted<'a> = Result<(&'a PodSet, &'a PodSetAssignment, i32), RequestError>;
 
 /// A podset with pods that requests or limits a managed resource in any container or init
 /// container (every podset with pods when the config manages no resource in particular).
