@@ -101,15 +101,25 @@ impl Reconciler {
     }
 
     async fn sync_provisioning(&mut self, world: &mut World, key: &Key) -> Result<bool, Error> {
-        let Some(wl) = world.workloads.get(key).cloned() else {
+        // Every workload change comes through here: decide on the stored one, and copy it only
+        // when it carries admission checks or owns requests.
+        let Some(stored) = world.workloads.get(key) else {
             return Ok(false);
         };
-        let finished = workload::is_finished(&wl);
-        let evicted = workload::is_evicted(&wl);
-        if !workload::has_quota_reservation(&wl) && !finished && !evicted {
+        let finished = workload::is_finished(stored);
+        let evicted = workload::is_evicted(stored);
+        if !workload::has_quota_reservation(stored) && !finished && !evicted {
             return Ok(false);
         }
-        let owned = owned_requests(world, &wl);
+        let owned = owned_requests(world, stored);
+        let has_checks = stored
+            .status
+            .as_ref()
+            .is_some_and(|s| !s.admission_checks.is_empty());
+        if owned.is_empty() && !has_checks {
+            return Ok(false);
+        }
+        let wl = stored.clone();
         // Requests outlive neither the workload's run nor its quota.
         if finished || evicted {
             return self.delete_requests(world, &owned).await;
