@@ -39,10 +39,12 @@
 //! assert_eq!(format_units(accelerator, units), "10G");
 //! ```
 
+mod node;
 mod pod;
 mod quantity;
 mod transform;
 
+pub use node::{requirement_matches, tolerates};
 pub use pod::{PodSetRequests, pod_requests, podset_requests};
 pub use quantity::{
     Amount, QuantityError, QuantityErrorKind, QuantityFieldError, Requests, add_requests,

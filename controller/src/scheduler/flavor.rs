@@ -26,7 +26,7 @@ use super::preemption;
 use super::snapshot::{
     ClusterQueueSnapshot, FlavorResource, Quotas, Recorded, SimulatedUsage, Snapshot, Usage,
 };
-use crate::resources::{Requests, format_units};
+use crate::resources::{Requests, format_units, requirement_matches, tolerates};
 
 /// The resource that counts pods, when a ClusterQueue covers it.
 const PODS: &str = "pods";
@@ -569,27 +569,6 @@ fn untolerated_taint<'a>(
         })
 }
 
-/// Kubernetes' `Toleration.ToleratesTaint` for the `Equal` (default) and `Exists` operators.
-/// The alpha comparison operators (`Gt`, `Lt`) tolerate nothing here.
-fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    // An empty effect or key matches every taint.
-    let differs = |wanted: &Option<String>, actual: &str| {
-        wanted
-            .as_deref()
-            .is_some_and(|w| !w.is_empty() && w != actual)
-    };
-    if differs(&toleration.effect, &taint.effect) || differs(&toleration.key, &taint.key) {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or("") {
-        "" | "Equal" => {
-            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
-        "Exists" => true,
-        _ => false,
-    }
-}
-
 /// A taint as Go's `%s` prints the struct: `{key value effect timeAdded}` (`<nil>` when unset).
 fn go_taint(taint: &Taint) -> String {
     let time = taint
@@ -648,32 +627,6 @@ fn matches_node_affinity(podset: &PodSetRequest, labels: &BTreeMap<String, Strin
         || terms
             .iter()
             .any(|term| term.iter().all(|e| requirement_matches(e, labels)))
-}
-
-/// One node selector requirement against the flavor's labels; an invalid requirement (e.g. `Gt`
-/// with a non-integer) does not match.
-fn requirement_matches(req: &NodeSelectorRequirement, labels: &BTreeMap<String, String>) -> bool {
-    let value = labels.get(&req.key);
-    let values = req.values.as_deref().unwrap_or_default();
-    let compare = |want_greater: bool| {
-        let (Some(label), [bound]) = (value, values) else {
-            return false;
-        };
-        match (label.parse::<i64>(), bound.parse::<i64>()) {
-            (Ok(label), Ok(bound)) if want_greater => label > bound,
-            (Ok(label), Ok(bound)) => label < bound,
-            _ => false,
-        }
-    };
-    match req.operator.as_str() {
-        "In" => value.is_some_and(|v| values.contains(v)),
-        "NotIn" => value.is_none_or(|v| !values.contains(v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" => compare(true),
-        "Lt" => compare(false),
-        _ => false,
-    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,9 @@
 //! Per Job, the annotations `tollgate.dev/run-duration` (e.g. `90s`) and
 //! `tollgate.dev/run-outcome` (`Succeeded` or `Failed`) set what happens; the component's
 //! configuration sets the default duration (`{duration: 30s}`).
+//!
+//! With `{pods: true}` it also plays the scheduler ([`super::pods`]): a Job's pods are created on
+//! the Nodes that can take them, and the Job starts only once all of them have a node.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,6 +17,7 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
@@ -21,6 +25,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
+use super::pods;
 use crate::env::{Component, ComponentContext};
 use crate::scenario::duration::VirtualDuration;
 
@@ -31,19 +36,24 @@ pub const OUTCOME_ANNOTATION: &str = "tollgate.dev/run-outcome";
 
 pub struct JobRunner {
     default_duration: Duration,
+    pods: bool,
 }
 
 impl Default for JobRunner {
     fn default() -> Self {
         JobRunner {
             default_duration: Duration::from_secs(60),
+            pods: false,
         }
     }
 }
 
 impl JobRunner {
     pub fn new(default_duration: Duration) -> Self {
-        JobRunner { default_duration }
+        JobRunner {
+            default_duration,
+            pods: false,
+        }
     }
 
     /// From a scenario's `components.job-runner`: `{}` or `{duration: 30s}`.
@@ -58,7 +68,12 @@ impl JobRunner {
                             .map_err(|e| format!("duration: {e}"))?
                             .0;
                     }
-                    other => return Err(format!("unknown field `{other}` (known: duration)")),
+                    "pods" => {
+                        runner.pods = v.as_bool().ok_or("pods: expected true or false")?;
+                    }
+                    other => {
+                        return Err(format!("unknown field `{other}` (known: duration, pods)"));
+                    }
                 }
             }
         }
@@ -72,18 +87,49 @@ impl Component for JobRunner {
     }
 
     fn run(&self, ctx: ComponentContext) -> BoxFuture<'static, Result<(), String>> {
-        let default_duration = self.default_duration;
-        Box::pin(async move { run(ctx, default_duration).await })
+        let (default_duration, pods) = (self.default_duration, self.pods);
+        Box::pin(async move { run(ctx, default_duration, pods).await })
     }
 }
 
-async fn run(ctx: ComponentContext, default_duration: Duration) -> Result<(), String> {
+/// One change from the runner's watches.
+enum Change {
+    Job(Box<Event<Job>>),
+    Node(Box<Event<Node>>),
+    Pod(Box<Event<Pod>>),
+}
+
+async fn run(
+    ctx: ComponentContext,
+    default_duration: Duration,
+    with_pods: bool,
+) -> Result<(), String> {
     let clock = controller::Clock::anchored(ctx.start_wall, ctx.start);
-    let api: Api<Job> = Api::all(ctx.client.clone());
-    let mut events = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
+    let watch = |client: &kube::Client| {
+        let jobs = watcher::watcher(Api::<Job>::all(client.clone()), watcher::Config::default())
+            .default_backoff()
+            .map(|e| e.map(|e| Change::Job(Box::new(e))))
+            .boxed();
+        let mut streams = vec![jobs];
+        if with_pods {
+            streams.push(
+                watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+                    .default_backoff()
+                    .map(|e| e.map(|e| Change::Node(Box::new(e))))
+                    .boxed(),
+            );
+            streams.push(
+                watcher::watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
+                    .default_backoff()
+                    .map(|e| e.map(|e| Change::Pod(Box::new(e))))
+                    .boxed(),
+            );
+        }
+        futures::stream::select_all(streams)
+    };
+    let mut events = watch(&ctx.client);
     let mut jobs: BTreeMap<String, Job> = BTreeMap::new();
+    let mut cluster = pods::Cluster::default();
     // When each running job ends.
     let mut ends: BTreeMap<String, tokio::time::Instant> = BTreeMap::new();
     loop {
@@ -97,33 +143,61 @@ async fn run(ctx: ComponentContext, default_duration: Duration) -> Result<(), St
             None => Some(events.next().await),
         };
         let mut changed: Vec<String> = vec![];
-        let mut take = |e: Option<Result<Event<Job>, watcher::Error>>,
-                        jobs: &mut BTreeMap<String, Job>|
+        let mut capacity_changed = false;
+        let mut take = |e: Option<Result<Change, watcher::Error>>,
+                        jobs: &mut BTreeMap<String, Job>,
+                        cluster: &mut pods::Cluster|
          -> Result<(), String> {
-            match e {
-                None => Err("the Job watch ended".to_string()),
+            let change = match e {
+                None => return Err("the job runner's watch ended".to_string()),
                 Some(Err(e)) => {
                     tracing::warn!(error = %e, "job runner watch");
-                    Ok(())
+                    return Ok(());
                 }
-                Some(Ok(Event::Apply(job) | Event::InitApply(job))) => {
-                    let key = key(&job);
-                    changed.push(key.clone());
-                    jobs.insert(key, job);
-                    Ok(())
-                }
-                Some(Ok(Event::Delete(job))) => {
-                    jobs.remove(&key(&job));
-                    Ok(())
-                }
-                Some(Ok(_)) => Ok(()),
+                Some(Ok(change)) => change,
+            };
+            match change {
+                Change::Job(e) => match *e {
+                    Event::Apply(job) | Event::InitApply(job) => {
+                        let key = key(&job);
+                        changed.push(key.clone());
+                        jobs.insert(key, job);
+                    }
+                    Event::Delete(job) => {
+                        jobs.remove(&key(&job));
+                    }
+                    _ => {}
+                },
+                Change::Node(e) => match *e {
+                    Event::Apply(n) | Event::InitApply(n) => {
+                        capacity_changed = true;
+                        cluster.nodes.insert(n.name_any(), n);
+                    }
+                    Event::Delete(n) => {
+                        capacity_changed = true;
+                        cluster.nodes.remove(&n.name_any());
+                    }
+                    _ => {}
+                },
+                Change::Pod(e) => match *e {
+                    Event::Apply(p) | Event::InitApply(p) => {
+                        capacity_changed = true;
+                        cluster.pods.insert(pod_key(&p), p);
+                    }
+                    Event::Delete(p) => {
+                        capacity_changed = true;
+                        cluster.pods.remove(&pod_key(&p));
+                    }
+                    _ => {}
+                },
             }
+            Ok(())
         };
         if let Some(e) = event {
-            take(e, &mut jobs)?;
+            take(e, &mut jobs, &mut cluster)?;
         }
         while let Some(e) = events.next().now_or_never() {
-            take(e, &mut jobs)?;
+            take(e, &mut jobs, &mut cluster)?;
         }
         let now = tokio::time::Instant::now();
         let due: Vec<String> = ends
@@ -132,6 +206,14 @@ async fn run(ctx: ComponentContext, default_duration: Duration) -> Result<(), St
             .map(|(k, _)| k.clone())
             .collect();
         changed.extend(due);
+        if capacity_changed {
+            // Jobs waiting for room for their pods may fit now.
+            changed.extend(
+                jobs.iter()
+                    .filter(|(_, j)| waits_for_pods(j))
+                    .map(|(k, _)| k.clone()),
+            );
+        }
         changed.sort();
         changed.dedup();
         for key in changed {
@@ -139,6 +221,15 @@ async fn run(ctx: ComponentContext, default_duration: Duration) -> Result<(), St
             let Some(job) = jobs.get(&key).cloned() else {
                 continue;
             };
+            if with_pods {
+                if suspended(&job) {
+                    pods::stop(&ctx.client, &job, &mut cluster).await?;
+                } else if waits_for_pods(&job)
+                    && !pods::start(&ctx.client, &job, &mut cluster).await?
+                {
+                    continue;
+                }
+            }
             let wall = clock.now();
             match next_status(&job, wall, default_duration) {
                 Next::Nothing => {}
@@ -156,6 +247,9 @@ async fn run(ctx: ComponentContext, default_duration: Duration) -> Result<(), St
                     {
                         Ok(new) => {
                             jobs.insert(key.clone(), new.clone());
+                            if with_pods && let Some(phase) = ended(&new) {
+                                pods::finish(&ctx.client, &new, phase, &mut cluster).await?;
+                            }
                             if let Next::EndAt(at) = next_status(&new, wall, default_duration) {
                                 ends.insert(key, clock.instant_of(at));
                             }
@@ -168,6 +262,37 @@ async fn run(ctx: ComponentContext, default_duration: Duration) -> Result<(), St
             }
         }
     }
+}
+
+fn suspended(job: &Job) -> bool {
+    job.spec.as_ref().and_then(|s| s.suspend).unwrap_or(false)
+}
+
+/// Unsuspended, not started and not finished: its pods are still to be placed.
+fn waits_for_pods(job: &Job) -> bool {
+    let status = job.status.clone().unwrap_or_default();
+    !suspended(job) && status.start_time.is_none() && ended(job).is_none()
+}
+
+/// How the Job ended, as its pods' phase: `Succeeded` or `Failed`.
+fn ended(job: &Job) -> Option<&'static str> {
+    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+    let is = |t: &str| {
+        conditions
+            .iter()
+            .any(|c| c.type_ == t && c.status == "True")
+    };
+    if is("Complete") {
+        Some("Succeeded")
+    } else if is("Failed") {
+        Some("Failed")
+    } else {
+        None
+    }
+}
+
+fn pod_key(pod: &Pod) -> String {
+    format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any())
 }
 
 fn key(job: &Job) -> String {

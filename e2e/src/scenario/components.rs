@@ -24,6 +24,10 @@ impl Registry {
             crate::harness::ControllerComponent::from_value(config)
                 .map(|c| Arc::new(c) as Arc<dyn Component>)
         });
+        registry.register("fake-autoscaler", |config| {
+            crate::harness::AutoscalerComponent::from_value(config)
+                .map(|c| Arc::new(c) as Arc<dyn Component>)
+        });
         registry.register("job-runner", |config| {
             crate::harness::JobRunner::from_value(config).map(|c| Arc::new(c) as Arc<dyn Component>)
         });

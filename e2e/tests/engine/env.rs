@@ -194,7 +194,7 @@ fn unknown_components_are_refused_before_anything_runs() {
     let err = run_blocking(&scenario, &Registry::standard()).unwrap_err();
     assert_eq!(
         err,
-        "inline.yaml: components.autoscaler: unknown component `autoscaler` (known: controller, job-runner)"
+        "inline.yaml: components.autoscaler: unknown component `autoscaler` (known: controller, fake-autoscaler, job-runner)"
     );
 }
 

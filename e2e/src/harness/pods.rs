@@ -1,0 +1,171 @@
+//! A Job's pods, for the job runner's `pods: true` mode: the scheduler and the kubelet in one.
+//! A pod is created only once a node can take it (already bound, `spec.nodeName` set), using the
+//! fake autoscaler's scheduling simulation, so that pods land on the capacity a
+//! ProvisioningRequest brought and consume its booking. A Job starts running once all its pods
+//! exist; when it ends they are Succeeded or Failed; when it is suspended they are deleted.
+
+use std::collections::BTreeMap;
+
+use fake_autoscaler::capacity::{PodShape, Sim, SimNode};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::{Client, ResourceExt};
+
+/// The nodes and pods the job runner sees.
+#[derive(Default)]
+pub struct Cluster {
+    pub nodes: BTreeMap<String, Node>,
+    /// By `namespace/name`.
+    pub pods: BTreeMap<String, Pod>,
+}
+
+impl Cluster {
+    /// The pods a Job owns, by name.
+    fn pods_of<'a>(&'a self, job: &'a Job) -> impl Iterator<Item = &'a Pod> + 'a {
+        let uid = job.uid().unwrap_or_default();
+        self.pods.values().filter(move |p| {
+            p.owner_references()
+                .iter()
+                .any(|o| o.uid == uid && o.controller == Some(true))
+        })
+    }
+
+    /// The simulation: every Ready node, minus the pods bound to it that still run.
+    fn simulation(&self) -> Sim {
+        let mut sim = Sim::new(self.nodes.values().map(SimNode::from_node).collect());
+        for pod in self.pods.values().filter(|p| running(p)) {
+            if let (Some(node), Some(spec)) = (
+                pod.spec.as_ref().and_then(|s| s.node_name.as_deref()),
+                pod.spec.as_ref(),
+            ) && let Ok(shape) = PodShape::from_spec(spec)
+            {
+                sim.occupy(node, &shape);
+            }
+        }
+        sim
+    }
+}
+
+fn running(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    !matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+/// Creates the Job's missing pods that fit somewhere. Returns whether all of them now exist.
+pub async fn start(client: &Client, job: &Job, cluster: &mut Cluster) -> Result<bool, String> {
+    let namespace = job.namespace().unwrap_or_default();
+    let wanted = job.spec.as_ref().and_then(|s| s.parallelism).unwrap_or(1);
+    let existing: Vec<String> = cluster.pods_of(job).map(|p| p.name_any()).collect();
+    let template = job
+        .spec
+        .as_ref()
+        .map(|s| s.template.clone())
+        .unwrap_or_default();
+    let spec = template.spec.clone().unwrap_or_default();
+    let shape = PodShape::from_spec(&spec).map_err(|e| format!("Job {}: {e}", job.name_any()))?;
+    let mut sim = cluster.simulation();
+    let mut all = true;
+    for index in 0..wanted {
+        let name = format!("{}-{index}", job.name_any());
+        if existing.contains(&name) {
+            continue;
+        }
+        let Some(node) = sim.place(&shape).map(str::to_string) else {
+            all = false;
+            continue;
+        };
+        let mut labels = template
+            .metadata
+            .as_ref()
+            .and_then(|m| m.labels.clone())
+            .unwrap_or_default();
+        labels.insert("batch.kubernetes.io/job-name".into(), job.name_any());
+        labels.insert("job-name".into(), job.name_any());
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                labels: Some(labels),
+                annotations: template
+                    .metadata
+                    .as_ref()
+                    .and_then(|m| m.annotations.clone()),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "batch/v1".into(),
+                    kind: "Job".into(),
+                    name: job.name_any(),
+                    uid: job.uid().unwrap_or_default(),
+                    controller: Some(true),
+                    block_owner_deletion: Some(true),
+                }]),
+                ..ObjectMeta::default()
+            },
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                node_name: Some(node),
+                ..spec.clone()
+            }),
+            status: None,
+        };
+        let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+        let created = api
+            .create(&PostParams::default(), &pod)
+            .await
+            .map_err(|e| format!("creating pod {namespace}/{name}: {e}"))?;
+        let created = mark(client, created, "Running").await?;
+        cluster.pods.insert(format!("{namespace}/{name}"), created);
+    }
+    Ok(all)
+}
+
+/// The kubelet's report: the pod's phase.
+async fn mark(client: &Client, mut pod: Pod, phase: &str) -> Result<Pod, String> {
+    let namespace = pod.namespace().unwrap_or_default();
+    pod.status = Some(PodStatus {
+        phase: Some(phase.into()),
+        ..pod.status.unwrap_or_default()
+    });
+    let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    api.replace_status(&pod.name_any(), &PostParams::default(), &pod)
+        .await
+        .map_err(|e| format!("updating pod {namespace}/{}: {e}", pod.name_any()))
+}
+
+/// The Job ended: its running pods end with it (`Succeeded` or `Failed`).
+pub async fn finish(
+    client: &Client,
+    job: &Job,
+    phase: &str,
+    cluster: &mut Cluster,
+) -> Result<(), String> {
+    let pods: Vec<Pod> = cluster
+        .pods_of(job)
+        .filter(|p| running(p))
+        .cloned()
+        .collect();
+    for pod in pods {
+        let key = format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any());
+        let updated = mark(client, pod, phase).await?;
+        cluster.pods.insert(key, updated);
+    }
+    Ok(())
+}
+
+/// The Job was suspended: its pods are deleted.
+pub async fn stop(client: &Client, job: &Job, cluster: &mut Cluster) -> Result<(), String> {
+    let pods: Vec<(String, String)> = cluster
+        .pods_of(job)
+        .map(|p| (p.namespace().unwrap_or_default(), p.name_any()))
+        .collect();
+    for (namespace, name) in pods {
+        let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(format!("deleting pod {namespace}/{name}: {e}")),
+        }
+        cluster.pods.remove(&format!("{namespace}/{name}"));
+    }
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! Deliberately broken autoscalers. Each variant breaks exactly one rule of the contract Kueue
+//! relies on (`shared/reference/conformance.md`), and otherwise behaves like the reference classes.
+//! They exist so that the conformance suite can prove it catches each broken rule.
+
+use serde::{Deserialize, Serialize};
+
+/// A broken variant, named in kebab-case (`broken: provisioned-and-failed`).
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum Broken {
+    /// Sets `Failed=True` beside `Provisioned=True` when it provisions.
+    ProvisionedAndFailed,
+    /// Sets `BookingExpired=True` at pick-up, before anything is provisioned.
+    BookingExpiredBeforeProvisioned,
+    /// Keeps a condition's first lastTransitionTime when its status changes.
+    StaleTransitionTime,
+    /// Accepts requests and then never says anything else.
+    NeverLeavesAccepted,
+    /// An atomic class that adds the nodes it can when not all of them fit, and leaves them.
+    PartialScaleUp,
+    /// Keeps a deleted request's booking and finishes its scale-up.
+    IgnoresDeletion,
+    /// Provisions a request after it has failed.
+    RevivesFailed,
+    /// Writes reasons in snake_case.
+    SnakeCaseReasons,
+    /// Reports a request provisioned although its PodTemplates are missing.
+    ProvisionsWithoutTemplates,
+}
+
+impl Broken {
+    pub const ALL: [Broken; 9] = [
+        Broken::ProvisionedAndFailed,
+        Broken::BookingExpiredBeforeProvisioned,
+        Broken::StaleTransitionTime,
+        Broken::NeverLeavesAccepted,
+        Broken::PartialScaleUp,
+        Broken::IgnoresDeletion,
+        Broken::RevivesFailed,
+        Broken::SnakeCaseReasons,
+        Broken::ProvisionsWithoutTemplates,
+    ];
+
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Broken::ProvisionedAndFailed => "provisioned-and-failed",
+            Broken::BookingExpiredBeforeProvisioned => "booking-expired-before-provisioned",
+            Broken::StaleTransitionTime => "stale-transition-time",
+            Broken::NeverLeavesAccepted => "never-leaves-accepted",
+            Broken::PartialScaleUp => "partial-scale-up",
+            Broken::IgnoresDeletion => "ignores-deletion",
+            Broken::RevivesFailed => "revives-failed",
+            Broken::SnakeCaseReasons => "snake-case-reasons",
+            Broken::ProvisionsWithoutTemplates => "provisions-without-templates",
+        }
+    }
+
+    /// The rule of the contract this variant breaks.
+    pub fn rule(self) -> &'static str {
+        match self {
+            Broken::ProvisionedAndFailed => "Provisioned=True and Failed=True are never both set",
+            Broken::BookingExpiredBeforeProvisioned => {
+                "BookingExpired=True only follows Provisioned=True"
+            }
+            Broken::StaleTransitionTime => {
+                "a condition's lastTransitionTime moves when its status changes"
+            }
+            Broken::NeverLeavesAccepted => {
+                "a waiting request shows its progress in a Provisioned condition"
+            }
+            Broken::PartialScaleUp => "an atomic class leaves no partial capacity behind",
+            Broken::IgnoresDeletion => "deleting a request cancels it and frees its capacity",
+            Broken::RevivesFailed => "Failed=True is terminal",
+            Broken::SnakeCaseReasons => "condition reasons are CamelCase",
+            Broken::ProvisionsWithoutTemplates => {
+                "a request whose PodTemplates are missing is failed or kept waiting, never provisioned"
+            }
+        }
+    }
+
+    /// By name, with the known names in the error.
+    pub fn from_name(name: &str) -> Result<Broken, String> {
+        Broken::ALL
+            .into_iter()
+            .find(|b| b.name() == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Broken::ALL.iter().map(|b| b.name()).collect();
+                format!(
+                    "unknown broken variant `{name}` (known: {})",
+                    known.join(", ")
+                )
+            })
+    }
+}
+
+/// A CamelCase reason in snake_case (`CapacityIsFound` -> `capacity_is_found`).
+pub fn snake_case(reason: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in reason.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_what_serde_reads() {
+        for b in Broken::ALL {
+            assert_eq!(Broken::from_name(b.name()), Ok(b));
+            let read: Broken = serde_yaml::from_str(b.name()).expect("serde name");
+            assert_eq!(read, b);
+        }
+        let err = Broken::from_name("nope").expect_err("unknown");
+        assert!(err.contains("known: provisioned-and-failed"), "{err}");
+    }
+
+    #[test]
+    fn snake_case_reasons() {
+        assert_eq!(snake_case("CapacityIsFound"), "capacity_is_found");
+        assert_eq!(snake_case("Accepted"), "accepted");
+    }
+}
