@@ -531,11 +531,12 @@ mod one_or_many {
 
     use super::ConditionSpec;
 
+    // A list first: serde would read a list of two strings as a `FullCondition` (type, status).
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum OneOrMany {
-        One(ConditionSpec),
         Many(Vec<ConditionSpec>),
+        One(ConditionSpec),
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ConditionSpec>, D::Error> {

@@ -82,6 +82,19 @@ fn bad_configurations_name_the_problem(#[case] text: &str, #[case] expected: &st
 }
 
 #[test]
+fn a_list_of_two_short_conditions_is_two_conditions() {
+    let config =
+        Config::parse("scripts: [{timeline: [{after: 0s, set: [Accepted, Provisioned]}]}]")
+            .expect("config");
+    let types: Vec<String> = config.scripts[0].timeline[0]
+        .set
+        .iter()
+        .map(|c| c.resolve().expect("resolves").type_)
+        .collect();
+    assert_eq!(types, ["Accepted", "Provisioned"]);
+}
+
+#[test]
 fn short_conditions_take_upstream_reasons_and_messages() {
     let config = Config::parse(
         "scripts: [{match: {class: c}, timeline: [{after: 0s, set: [Accepted, Provisioned=False, \

@@ -345,10 +345,12 @@ fn default_job(job: &mut Value, ctx: &mut DefaultCtx<'_>) {
     let uid = ctx.uid.to_string();
     let name = ctx.name.to_string();
     let spec = obj_mut(job, "spec");
-    set_default(spec, "parallelism", json!(1));
-    if !spec.contains_key("completions") && spec.get("completionMode") != Some(&json!("Indexed")) {
+    // As Kubernetes' SetDefaults_Job: a Job with neither field is one pod run once; a Job with
+    // only a parallelism is a work queue and keeps completions unset.
+    if !spec.contains_key("completions") && !spec.contains_key("parallelism") {
         spec.insert("completions".into(), json!(1));
     }
+    set_default(spec, "parallelism", json!(1));
     set_default(spec, "backoffLimit", json!(6));
     set_default(spec, "completionMode", json!("NonIndexed"));
     set_default(spec, "suspend", json!(false));
@@ -424,6 +426,15 @@ mod tests {
         );
         assert_eq!(job["spec"]["suspend"], false);
         assert_eq!(job["spec"]["completions"], 1);
+        assert_eq!(job["spec"]["parallelism"], 1);
+    }
+
+    #[test]
+    fn a_work_queue_job_keeps_completions_unset() {
+        let mut job = json!({"spec": {"parallelism": 4, "template": {"spec": {"containers": []}}}});
+        ctx_default(&mut job, default_job);
+        assert_eq!(job["spec"]["parallelism"], 4);
+        assert!(job["spec"].get("completions").is_none(), "{job}");
     }
 
     #[test]
