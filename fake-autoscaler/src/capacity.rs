@@ -23,6 +23,8 @@ pub struct SimNode {
     taints: Vec<Taint>,
     unschedulable: bool,
     free: BTreeMap<String, Amount>,
+    /// A node requested from the cloud provider and not there yet.
+    upcoming: bool,
 }
 
 impl SimNode {
@@ -43,7 +45,14 @@ impl SimNode {
                 .iter()
                 .filter_map(|(name, q)| Some((name.clone(), Amount::from_quantity(q).ok()?)))
                 .collect(),
+            upcoming: false,
         }
+    }
+
+    /// The same node, still on its way.
+    pub fn upcoming(mut self) -> SimNode {
+        self.upcoming = true;
+        self
     }
 
     /// Whether the pod may run here at all, resources aside.
@@ -61,13 +70,18 @@ impl SimNode {
                 .all(|taint| pod.tolerations.iter().any(|t| tolerates(t, taint)))
     }
 
-    /// Required node affinity: terms ORed, each term's expressions ANDed.
+    /// Required node affinity: terms ORed, each term's expressions and fields ANDed; an empty term
+    /// matches nothing, as in Kubernetes. The only field is `metadata.name`.
     fn matches(&self, affinity: &NodeSelector) -> bool {
+        let fields = BTreeMap::from([("metadata.name".to_string(), self.name.clone())]);
         affinity.node_selector_terms.iter().any(|term| {
-            term.match_expressions
-                .iter()
-                .flatten()
-                .all(|e| requirement_matches(e, &self.labels))
+            let expressions = term.match_expressions.as_deref().unwrap_or_default();
+            let field_rules = term.match_fields.as_deref().unwrap_or_default();
+            !(expressions.is_empty() && field_rules.is_empty())
+                && expressions
+                    .iter()
+                    .all(|e| requirement_matches(e, &self.labels))
+                && field_rules.iter().all(|f| requirement_matches(f, &fields))
         })
     }
 
@@ -169,27 +183,32 @@ impl Sim {
         }
     }
 
-    /// Places one pod on the first node that admits it and has room.
-    pub fn place(&mut self, pod: &PodShape) -> Option<&str> {
+    /// Places one pod on the first node that admits it and has room (among the upcoming nodes too,
+    /// when `upcoming` says so).
+    pub fn place(&mut self, pod: &PodShape, upcoming: bool) -> Option<&str> {
         let node = self
             .nodes
             .iter_mut()
-            .find(|n| n.admits(pod) && n.has_room(pod))?;
+            .find(|n| (upcoming || !n.upcoming) && n.admits(pod) && n.has_room(pod))?;
         node.take(pod);
         Some(&node.name)
     }
 
     /// Places as many of the pods as fit, taking their room.
-    pub fn place_all(&mut self, pods: &[PodGroup]) -> Placement {
+    pub fn place_all(&mut self, pods: &[PodGroup], upcoming: bool) -> Placement {
         let mut placement = Placement::default();
         for (shape, count) in pods {
-            for _ in 0..*count {
-                match self.place(shape) {
+            for placed in 0..*count {
+                match self.place(shape, upcoming) {
                     Some(node) => {
                         placement.placed += 1;
                         placement.nodes.insert(node.to_string());
                     }
-                    None => placement.unplaced += 1,
+                    None => {
+                        // Room only shrinks: the rest of this shape cannot fit either.
+                        placement.unplaced += count - placed;
+                        break;
+                    }
                 }
             }
         }
@@ -231,7 +250,7 @@ pub fn plan_scale_up(sim: &Sim, pods: &[PodGroup], groups: &[GroupRoom]) -> Plan
     };
     for (shape, count) in pods {
         for _ in 0..*count {
-            if sim.place(shape).is_some() {
+            if sim.place(shape, true).is_some() {
                 continue;
             }
             let group = groups.iter().enumerate().find(|(i, g)| {
@@ -246,7 +265,11 @@ pub fn plan_scale_up(sim: &Sim, pods: &[PodGroup], groups: &[GroupRoom]) -> Plan
                     node.take(shape);
                     sim.add(node);
                 }
-                None => plan.complete = false,
+                None => {
+                    // Neither room nor a group for this pod: nor for the rest of its shape.
+                    plan.complete = false;
+                    break;
+                }
             }
         }
     }

@@ -68,6 +68,7 @@ fn taints_need_tolerations(#[case] spec: PodSpec, #[case] admitted: bool) {
 #[case::affinity_in(&[], Some(("zone", "In", "a")), true)]
 #[case::affinity_not_in(&[], Some(("zone", "NotIn", "a")), false)]
 #[case::affinity_exists_elsewhere(&[], Some(("pool", "Exists", "")), false)]
+#[case::affinity_on_the_node_name(&[], Some(("metadata.name", "In", "n-0")), true)]
 fn node_selector_and_affinity(
     #[case] selector: &[(&str, &str)],
     #[case] affinity: Option<(&str, &str, &str)>,
@@ -81,21 +82,24 @@ fn node_selector_and_affinity(
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
     );
-    spec.affinity = affinity.map(|(key, operator, value)| Affinity {
-        node_affinity: Some(NodeAffinity {
-            required_during_scheduling_ignored_during_execution: Some(NodeSelector {
-                node_selector_terms: vec![NodeSelectorTerm {
-                    match_expressions: Some(vec![NodeSelectorRequirement {
-                        key: key.into(),
-                        operator: operator.into(),
-                        values: (!value.is_empty()).then(|| vec![value.to_string()]),
-                    }]),
-                    ..Default::default()
-                }],
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
+    spec.affinity = affinity.map(|(key, operator, value)| {
+        let requirement = NodeSelectorRequirement {
+            key: key.into(),
+            operator: operator.into(),
+            values: (!value.is_empty()).then(|| vec![value.to_string()]),
+        };
+        let term = if key == "metadata.name" {
+            NodeSelectorTerm {
+                match_fields: Some(vec![requirement]),
+                ..Default::default()
+            }
+        } else {
+            NodeSelectorTerm {
+                match_expressions: Some(vec![requirement]),
+                ..Default::default()
+            }
+        };
+        required(vec![term])
     });
     assert_eq!(node(untainted, "n-0").admits(&shape(&spec)), admitted);
 }
@@ -123,7 +127,7 @@ fn resources_are_taken_and_unknown_resources_do_not_fit() {
 fn placement_is_first_fit_in_node_name_order() {
     let group = "{name: n, machine: {cpu: '4'}, maxSize: 3}";
     let mut sim = Sim::new(vec![node(group, "n-1"), node(group, "n-0")]);
-    let placement = sim.place_all(&[(shape(&pod(&[("cpu", "3")])), 3)]);
+    let placement = sim.place_all(&[(shape(&pod(&[("cpu", "3")])), 3)], true);
     assert_eq!(placement.placed, 2);
     assert_eq!(placement.unplaced, 1);
     assert_eq!(
@@ -155,4 +159,52 @@ fn scale_up_plans_use_existing_room_first_then_groups_in_order() {
     assert!(!plan.complete);
     assert_eq!(plan.nodes, BTreeMap::from([("big".to_string(), 1)]));
     assert_eq!(plan.total(), 1);
+}
+
+fn required(terms: Vec<NodeSelectorTerm>) -> Affinity {
+    Affinity {
+        node_affinity: Some(NodeAffinity {
+            required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                node_selector_terms: terms,
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn an_empty_affinity_term_matches_no_node() {
+    let mut spec = pod(&[("cpu", "1")]);
+    spec.affinity = Some(required(vec![NodeSelectorTerm::default()]));
+    let n = node("{name: n, machine: {cpu: '8'}, maxSize: 1}", "n-0");
+    assert!(!n.admits(&shape(&spec)));
+}
+
+#[test]
+fn upcoming_nodes_count_only_when_asked() {
+    let group = "{name: n, machine: {cpu: '4'}, maxSize: 2}";
+    let mut sim = Sim::new(vec![node(group, "n-0").upcoming()]);
+    let one = [(shape(&pod(&[("cpu", "1")])), 1)];
+    assert_eq!(sim.place_all(&one, false).unplaced, 1);
+    assert_eq!(sim.place_all(&one, true).placed, 1);
+}
+
+#[test]
+fn a_huge_count_stops_at_the_first_pod_that_does_not_fit() {
+    let group = "{name: n, machine: {cpu: '4'}, maxSize: 1}";
+    let mut sim = Sim::new(vec![node(group, "n-0")]);
+    let placement = sim.place_all(&[(shape(&pod(&[("cpu", "1")])), i32::MAX as u32)], true);
+    assert_eq!(
+        (placement.placed, placement.unplaced),
+        (4, i32::MAX as u32 - 4)
+    );
+    let rooms = [room("n", group, 3)];
+    let plan = plan_scale_up(
+        &sim,
+        &[(shape(&pod(&[("cpu", "1")])), i32::MAX as u32)],
+        &rooms,
+    );
+    assert!(!plan.complete);
+    assert_eq!(plan.total(), 3);
 }

@@ -28,6 +28,11 @@ use crate::nodes;
 /// `(namespace, name)`.
 pub type Key = (String, String);
 
+/// How long a request may miss its PodTemplates before it fails: one loop of upstream's Cluster
+/// Autoscaler, which would only look at it that much later. The templates come on another watch
+/// than the request, so a request can be seen first even when its templates were created first.
+pub const TEMPLATE_GRACE: Duration = Duration::from_secs(10);
+
 /// What the API server holds, as the autoscaler's watches see it.
 #[derive(Clone, Debug, Default)]
 pub struct World {
@@ -72,8 +77,8 @@ pub struct Autoscaler {
     /// Per request UID: the wait before its next retry.
     retry_wait: BTreeMap<String, Duration>,
     pending: Vec<PendingScaleUp>,
-    /// Requests whose scale-up finished: the node group now holding their capacity.
-    scaled_up: BTreeMap<Key, String>,
+    /// Requests (by UID) whose scale-up finished: the node group now holding their capacity.
+    scaled_up: BTreeMap<String, String>,
     unneeded_since: BTreeMap<String, Timestamp>,
     /// Booked pods per request, kept for the `ignores-deletion` variant.
     bookings: BTreeMap<Key, Vec<PodGroup>>,
@@ -137,12 +142,12 @@ impl Autoscaler {
             self.pending.retain(|p| alive(&p.request, &p.uid));
             self.bookings.retain(|k, _| world.requests.contains_key(k));
         }
-        self.scaled_up.retain(|k, _| world.requests.contains_key(k));
         let uids: BTreeSet<&str> = world
             .requests
             .values()
             .filter_map(|r| r.metadata.uid.as_deref())
             .collect();
+        self.scaled_up.retain(|uid, _| uids.contains(uid.as_str()));
         self.retry_wait.retain(|uid, _| uids.contains(uid.as_str()));
     }
 
@@ -165,7 +170,7 @@ impl Autoscaler {
                 &scale_up.labels,
             );
             self.scaled_up
-                .insert(scale_up.request.clone(), scale_up.group.clone());
+                .insert(scale_up.uid.clone(), scale_up.group.clone());
         }
         for group in self.config.node_groups.clone() {
             let have = self.group_size(world, &group.name, step);
@@ -241,7 +246,7 @@ impl Autoscaler {
                 for i in 0..p.count {
                     let name = format!("{}~pending-{}-{i}", p.group, p.request.1);
                     let node = nodes::render(group, &name, &p.labels, step.time.clone());
-                    sim_nodes.push(SimNode::from_node(&node));
+                    sim_nodes.push(SimNode::from_node(&node).upcoming());
                 }
             }
         }
@@ -257,8 +262,12 @@ impl Autoscaler {
         }
         let mut booked: BTreeMap<Key, Vec<PodGroup>> = BTreeMap::new();
         for (key, request) in &world.requests {
+            // A vendor request whose nodes just came up holds them before it is marked provisioned.
             let holds = self.handler(request).is_some()
-                && (is_booked(request) || self.pending.iter().any(|p| &p.request == key));
+                && (is_booked(request)
+                    || self.pending.iter().any(|p| &p.request == key)
+                    || (self.scaled_up.contains_key(uid(request))
+                        && !is_true(request, cond::PROVISIONED)));
             if !holds {
                 continue;
             }
@@ -268,12 +277,15 @@ impl Autoscaler {
             }
         }
         if self.broken(Broken::IgnoresDeletion) {
+            // Deleted requests keep what they had booked.
             for (key, pods) in &self.bookings {
-                booked.entry(key.clone()).or_insert_with(|| pods.clone());
+                if !world.requests.contains_key(key) {
+                    booked.insert(key.clone(), pods.clone());
+                }
             }
         }
         for pods in booked.values() {
-            let placement = step.sim.place_all(pods);
+            let placement = step.sim.place_all(pods, true);
             step.needed.extend(placement.nodes);
         }
         self.bookings = booked;
@@ -357,7 +369,15 @@ impl Autoscaler {
         let timing = self.config.timing.clone();
         if is_true(request, cond::FAILED) {
             // Terminal; only the broken variant brings it back.
-            if self.broken(Broken::RevivesFailed) && !is_true(request, cond::PROVISIONED) {
+            let not_found = condition(request, cond::FAILED)
+                .is_some_and(|c| c.reason == reason::CAPACITY_IS_NOT_FOUND);
+            if self.broken(Broken::RevivesFailed) && not_found {
+                next.set(
+                    cond::FAILED,
+                    "False",
+                    reason::CAPACITY_IS_FOUND,
+                    messages::CAPACITY_IS_FOUND,
+                );
                 next.set(
                     cond::PROVISIONED,
                     "True",
@@ -432,6 +452,11 @@ impl Autoscaler {
                 );
                 return;
             }
+            Err(PodsError::Missing { .. }) if plus(created, TEMPLATE_GRACE) > step.now => {
+                // The PodTemplates come on another watch; give them one autoscaler loop.
+                step.wake_at(plus(created, TEMPLATE_GRACE));
+                return;
+            }
             Err(e) => {
                 next.set(
                     cond::FAILED,
@@ -494,7 +519,7 @@ impl Autoscaler {
             return;
         }
         next.set(cond::ACCEPTED, "True", reason::ACCEPTED, messages::ACCEPTED);
-        if step.try_place(pods) {
+        if step.try_place(pods, false) {
             self.provisioned(next, reason::CAPACITY_IS_FOUND);
             return;
         }
@@ -529,11 +554,15 @@ impl Autoscaler {
         if !self.retry_due(request, step) {
             return;
         }
-        if step.try_place(pods) {
+        if step.try_place(pods, true) {
             self.provisioned(next, reason::CAPACITY_IS_FOUND);
             return;
         }
-        let plan = plan_scale_up(&step.sim, pods, &self.rooms(world, step));
+        let plan = plan_scale_up(
+            &step.sim,
+            pods,
+            &self.rooms(world, step, |_| BTreeMap::new()),
+        );
         let refused = plan.nodes.keys().any(|g| {
             self.config
                 .node_group(g)
@@ -543,7 +572,7 @@ impl Autoscaler {
         if (plan.complete || partial) && !refused {
             self.request_nodes(request, &plan.nodes, &BTreeMap::new(), step);
             if plan.complete {
-                step.try_place(pods);
+                step.try_place(pods, true);
                 self.provisioned(next, reason::CAPACITY_IS_PROVISIONED);
                 return;
             }
@@ -596,12 +625,10 @@ impl Autoscaler {
         if self.pending.iter().any(|p| &p.request == key) {
             return;
         }
-        let group = match self.scaled_up.get(key) {
-            Some(group) => {
-                step.try_place(pods);
-                Some(group.clone())
-            }
-            None if step.try_place(pods) => Some(String::new()),
+        let group = match self.scaled_up.get(uid(request)) {
+            // Its own nodes are up; they were held for it (see `simulate_existing`).
+            Some(group) => Some(group.clone()),
+            None if step.try_place(pods, true) => Some(String::new()),
             None => None,
         };
         if let Some(group) = group {
@@ -614,7 +641,10 @@ impl Autoscaler {
             next.details = render_all(&class.provisioning_class_details, request, &group);
             return;
         }
-        let plan = plan_scale_up(&step.sim, pods, &self.rooms(world, step));
+        let rooms = self.rooms(world, step, |group| {
+            render_all(&class.node_labels, request, group)
+        });
+        let plan = plan_scale_up(&step.sim, pods, &rooms);
         if !plan.complete {
             return; // Queued until capacity appears (a node or a booking freed: a watch event).
         }
@@ -630,12 +660,16 @@ impl Autoscaler {
         let group = plan.nodes.keys().next().cloned().unwrap_or_default();
         let labels = render_all(&class.node_labels, request, &group);
         let ready_at = self.request_nodes(request, &plan.nodes, &labels, step);
-        step.try_place(pods);
+        step.try_place(pods, true);
         next.set(
             cond::PROVISIONED,
             "False",
             reason::NOT_PROVISIONED,
-            &messages::vendor_eta(plan.total(), &group, &ready_at.to_string()),
+            &messages::vendor_eta(
+                plan.total(),
+                &group,
+                &controller::clock::truncate_seconds(ready_at).to_string(),
+            ),
         );
     }
 
@@ -673,6 +707,10 @@ impl Autoscaler {
         }
         let pods = match request_pods(request, world) {
             Ok(pods) => pods,
+            // This variant provisioned it without its pods; it books nothing and says nothing.
+            Err(PodsError::Missing { .. }) if self.broken(Broken::ProvisionsWithoutTemplates) => {
+                return;
+            }
             Err(e) => {
                 next.set(
                     cond::FAILED,
@@ -730,12 +768,18 @@ impl Autoscaler {
     }
 
     /// How many more nodes each group may add, with a fresh node's shape.
-    fn rooms(&self, world: &World, step: &StepState) -> Vec<GroupRoom> {
+    /// `labels` are those a class puts on the nodes it creates for the request.
+    fn rooms(
+        &self,
+        world: &World,
+        step: &StepState,
+        labels: impl Fn(&str) -> BTreeMap<String, String>,
+    ) -> Vec<GroupRoom> {
         self.config
             .node_groups
             .iter()
             .map(|g| {
-                let fresh = nodes::render(g, &g.name, &BTreeMap::new(), step.time.clone());
+                let fresh = nodes::render(g, &g.name, &labels(&g.name), step.time.clone());
                 GroupRoom {
                     name: g.name.clone(),
                     fresh_node: SimNode::from_node(&fresh),
@@ -766,7 +810,7 @@ impl Autoscaler {
             for i in 0..*count {
                 let name = format!("{group}~pending-{}-{i}", name(request));
                 let node = nodes::render(config, &name, labels, step.time.clone());
-                step.sim.add(SimNode::from_node(&node));
+                step.sim.add(SimNode::from_node(&node).upcoming());
             }
             self.pending.push(PendingScaleUp {
                 request: key_of(request),
@@ -850,10 +894,12 @@ impl StepState {
         }
     }
 
-    /// Places every pod, or none: true when all fit (and their capacity is taken).
-    fn try_place(&mut self, pods: &[PodGroup]) -> bool {
+    /// Places every pod, or none: true when all fit (and their capacity is taken). `upcoming`:
+    /// whether nodes still on their way count (not for check-capacity, which looks at the cluster
+    /// as it is).
+    fn try_place(&mut self, pods: &[PodGroup], upcoming: bool) -> bool {
         let mut trial = self.sim.clone();
-        let placement = trial.place_all(pods);
+        let placement = trial.place_all(pods, upcoming);
         if placement.complete() {
             self.sim = trial;
             self.needed.extend(placement.nodes);

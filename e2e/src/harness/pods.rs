@@ -72,7 +72,7 @@ pub async fn start(client: &Client, job: &Job, cluster: &mut Cluster) -> Result<
         if existing.contains(&name) {
             continue;
         }
-        let Some(node) = sim.place(&shape).map(str::to_string) else {
+        let Some(node) = sim.place(&shape, false).map(str::to_string) else {
             all = false;
             continue;
         };

@@ -134,3 +134,22 @@ fn the_readme_shows_a_real_scenario_file() {
         "README.md's scenario differs from e2e/scenarios/finalizer-holds-deletion.yaml"
     );
 }
+
+/// The GPU story in the README is shortened from its scenario file; it must still run green.
+#[test]
+fn the_readmes_gpu_story_runs() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = &readme[readme.find("### The GPU story").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let shown = &section[start..start + section[start..].find("```\n").unwrap()];
+    let scenario = parse("README.md", shown, &root).unwrap_or_else(|e| panic!("{e}"));
+    let registry = e2e::scenario::components::Registry::standard();
+    let outcome = e2e::scenario::run::run_blocking(&scenario, &registry).expect("runs");
+    assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+    assert!(
+        outcome.elapsed >= std::time::Duration::from_secs(120),
+        "the pods wait for the nodes: {:?}",
+        outcome.elapsed
+    );
+}
