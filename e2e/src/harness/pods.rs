@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use fake_autoscaler::capacity::{PodShape, Sim, SimNode};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, PostParams};
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 
 /// The nodes and pods the job runner sees.
 #[derive(Default)]
@@ -92,14 +92,11 @@ pub async fn start(client: &Client, job: &Job, cluster: &mut Cluster) -> Result<
                     .metadata
                     .as_ref()
                     .and_then(|m| m.annotations.clone()),
-                owner_references: Some(vec![OwnerReference {
-                    api_version: "batch/v1".into(),
-                    kind: "Job".into(),
-                    name: job.name_any(),
-                    uid: job.uid().unwrap_or_default(),
-                    controller: Some(true),
-                    block_owner_deletion: Some(true),
-                }]),
+                // As the Job controller sets it: the controller, blocking the Job's deletion.
+                owner_references: job.controller_owner_ref(&()).map(|mut o| {
+                    o.block_owner_deletion = Some(true);
+                    vec![o]
+                }),
                 ..ObjectMeta::default()
             },
             spec: Some(k8s_openapi::api::core::v1::PodSpec {
