@@ -68,6 +68,21 @@ struct PendingScaleUp {
     count: u32,
     ready_at: Timestamp,
     labels: BTreeMap<String, String>,
+    /// The Nodes' names, once their creation was asked for. The scale-up is over when they exist.
+    names: Vec<String>,
+}
+
+impl PendingScaleUp {
+    /// How many of its nodes are still to appear.
+    fn missing(&self, world: &World, step: &StepState) -> u32 {
+        if self.names.is_empty() {
+            return self.count;
+        }
+        self.names
+            .iter()
+            .filter(|n| !world.nodes.contains_key(*n) && !step.created_named(n))
+            .count() as u32
+    }
 }
 
 /// The autoscaler's memory between steps. Everything else is read back from the API server, so
@@ -82,6 +97,11 @@ pub struct Autoscaler {
     unneeded_since: BTreeMap<String, Timestamp>,
     /// Booked pods per request, kept for the `ignores-deletion` variant.
     bookings: BTreeMap<Key, Vec<PodGroup>>,
+    /// For `stale-transition-time`: when each condition (by request UID and type) really changed,
+    /// so that this variant's own timing stays right while what it writes is stale.
+    true_times: BTreeMap<(String, String), Timestamp>,
+    /// For `booking-expired-before-provisioned`: the requests whose booking really ended.
+    bookings_over: BTreeSet<String>,
 }
 
 impl Autoscaler {
@@ -93,7 +113,34 @@ impl Autoscaler {
             scaled_up: BTreeMap::new(),
             unneeded_since: BTreeMap::new(),
             bookings: BTreeMap::new(),
+            true_times: BTreeMap::new(),
+            bookings_over: BTreeSet::new(),
         }
+    }
+
+    /// When a condition last changed, as this autoscaler's timing counts it.
+    fn since(&self, request: &ProvisioningRequest, c: &Condition) -> Timestamp {
+        let real = self
+            .true_times
+            .get(&(uid(request).to_string(), c.type_.clone()));
+        match real {
+            Some(t) if self.broken(Broken::StaleTransitionTime) => *t,
+            _ => c.last_transition_time.0,
+        }
+    }
+
+    /// Provisioned, with its booking still on (upstream's `ShouldCapacityBeBooked`).
+    fn is_booked(&self, request: &ProvisioningRequest) -> bool {
+        let expired = if self.broken(Broken::BookingExpiredBeforeProvisioned) {
+            // Its BookingExpired says nothing; the booking ends as the reference's would.
+            self.bookings_over.contains(uid(request))
+        } else {
+            is_true(request, cond::BOOKING_EXPIRED)
+        };
+        is_true(request, cond::PROVISIONED)
+            && !expired
+            && !is_true(request, cond::FAILED)
+            && !is_true(request, cond::CAPACITY_REVOKED)
     }
 
     pub fn config(&self) -> &Config {
@@ -148,29 +195,41 @@ impl Autoscaler {
             .filter_map(|r| r.metadata.uid.as_deref())
             .collect();
         self.scaled_up.retain(|uid, _| uids.contains(uid.as_str()));
+        self.true_times
+            .retain(|(uid, _), _| uids.contains(uid.as_str()));
+        self.bookings_over.retain(|uid| uids.contains(uid.as_str()));
         self.retry_wait.retain(|uid, _| uids.contains(uid.as_str()));
     }
 
     /// Finishes due scale-ups and brings groups up to their minimum size.
     fn grow(&mut self, world: &World, step: &mut StepState) {
-        let now = step.now;
-        let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|p| p.ready_at <= now);
-        self.pending = waiting;
-        for p in &self.pending {
-            step.wake_at(p.ready_at);
+        let mut pending = std::mem::take(&mut self.pending);
+        for p in &mut pending {
+            if p.ready_at > step.now {
+                step.wake_at(p.ready_at);
+                continue;
+            }
+            if p.names.is_empty() {
+                p.names = self.create_nodes(world, step, &p.group, p.count, &p.labels);
+                continue;
+            }
+            // Asked for before and still missing: the create failed; ask again.
+            let Some(config) = self.config.node_group(&p.group) else {
+                continue;
+            };
+            for name in p.names.iter().filter(|n| !world.nodes.contains_key(*n)) {
+                let node = nodes::render(config, name, &p.labels, step.time.clone());
+                step.created.push(node.clone());
+                step.actions.push(Action::CreateNode(Box::new(node)));
+            }
         }
-        for scale_up in due {
-            self.create_nodes(
-                world,
-                step,
-                &scale_up.group,
-                scale_up.count,
-                &scale_up.labels,
-            );
-            self.scaled_up
-                .insert(scale_up.uid.clone(), scale_up.group.clone());
+        // A scale-up is over once all its nodes exist.
+        let (done, waiting): (Vec<_>, Vec<_>) = pending.into_iter().partition(|p| {
+            !p.names.is_empty() && p.names.iter().all(|n| world.nodes.contains_key(n))
+        });
+        self.pending = waiting;
+        for scale_up in done {
+            self.scaled_up.insert(scale_up.uid, scale_up.group);
         }
         for group in self.config.node_groups.clone() {
             let have = self.group_size(world, &group.name, step);
@@ -186,6 +245,7 @@ impl Autoscaler {
         }
     }
 
+    /// Asks for `count` new nodes of `group`; returns their names.
     fn create_nodes(
         &self,
         world: &World,
@@ -193,9 +253,9 @@ impl Autoscaler {
         group: &str,
         count: u32,
         labels: &BTreeMap<String, String>,
-    ) {
+    ) -> Vec<String> {
         let Some(config) = self.config.node_group(group) else {
-            return;
+            return vec![];
         };
         let taken: Vec<&str> = world
             .nodes
@@ -207,11 +267,13 @@ impl Autoscaler {
                     .map(|n| n.metadata.name.as_deref().unwrap_or("")),
             )
             .collect();
-        for name in nodes::next_names(group, taken, count) {
-            let node = nodes::render(config, &name, labels, step.time.clone());
+        let names = nodes::next_names(group, taken, count);
+        for name in &names {
+            let node = nodes::render(config, name, labels, step.time.clone());
             step.created.push(node.clone());
             step.actions.push(Action::CreateNode(Box::new(node)));
         }
+        names
     }
 
     /// Nodes of a group: existing (not being deleted), created this step, and on their way.
@@ -227,7 +289,7 @@ impl Autoscaler {
             .pending
             .iter()
             .filter(|p| p.group == group)
-            .map(|p| p.count)
+            .map(|p| p.missing(world, step))
             .sum();
         existing + pending
     }
@@ -243,7 +305,7 @@ impl Autoscaler {
             .collect();
         for p in &self.pending {
             if let Some(group) = self.config.node_group(&p.group) {
-                for i in 0..p.count {
+                for i in 0..p.missing(world, step) {
                     let name = format!("{}~pending-{}-{i}", p.group, p.request.1);
                     let node = nodes::render(group, &name, &p.labels, step.time.clone());
                     sim_nodes.push(SimNode::from_node(&node).upcoming());
@@ -264,7 +326,7 @@ impl Autoscaler {
         for (key, request) in &world.requests {
             // A vendor request whose nodes just came up holds them before it is marked provisioned.
             let holds = self.handler(request).is_some()
-                && (is_booked(request)
+                && (self.is_booked(request)
                     || self.pending.iter().any(|p| &p.request == key)
                     || (self.scaled_up.contains_key(uid(request))
                         && !is_true(request, cond::PROVISIONED)));
@@ -335,6 +397,13 @@ impl Autoscaler {
                 self.decide_class(world, key, request, &class, &mut next, step);
             }
         }
+        if self.broken(Broken::StaleTransitionTime) {
+            // Whether or not the stale time made the write a no-op, the condition was set now.
+            for type_ in &next.stamped {
+                self.true_times
+                    .insert((uid(request).to_string(), type_.clone()), step.time.0);
+            }
+        }
         if let Some(written) = next.finish() {
             step.actions.push(Action::WriteStatus(Box::new(written)));
         }
@@ -346,7 +415,7 @@ impl Autoscaler {
         let mut delete = false;
         for t in [cond::PROVISIONED, cond::FAILED] {
             if let Some(c) = condition(request, t) {
-                let due = plus(c.last_transition_time.0, after);
+                let due = plus(self.since(request, c), after);
                 if due <= step.now {
                     delete = true;
                 } else {
@@ -481,7 +550,7 @@ impl Autoscaler {
         match condition(request, cond::PROVISIONED) {
             None => true,
             Some(c) if c.status == "False" => {
-                let due = plus(c.last_transition_time.0, self.wait(request));
+                let due = plus(self.since(request, c), self.wait(request));
                 if due <= step.now {
                     true
                 } else {
@@ -610,7 +679,7 @@ impl Autoscaler {
         };
         if accepted.status != "True" {
             let delay = class.queue_delay.map(|d| d.get()).unwrap_or_default();
-            let due = plus(accepted.last_transition_time.0, delay);
+            let due = plus(self.since(request, accepted), delay);
             if due > step.now {
                 step.wake_at(due);
                 return;
@@ -686,7 +755,7 @@ impl Autoscaler {
         let Some(provisioned) = condition(request, cond::PROVISIONED) else {
             return;
         };
-        let since = provisioned.last_transition_time.0;
+        let since = self.since(request, provisioned);
         if class.behaviour == Behaviour::Vendor {
             let seconds = parameter_seconds(request, "maxRunDurationSeconds")
                 .unwrap_or(self.config.timing.expiry.get().as_secs());
@@ -702,7 +771,7 @@ impl Autoscaler {
                 step.wake_at(until);
             }
         }
-        if is_true(request, cond::BOOKING_EXPIRED) {
+        if !self.is_booked(request) {
             return;
         }
         let pods = match request_pods(request, world) {
@@ -722,6 +791,13 @@ impl Autoscaler {
             }
         };
         let total: u32 = pods.iter().map(|(_, n)| n).sum();
+        let ends = consumed(request, world) >= total
+            || plus(since, self.config.timing.booking_time.get()) <= step.now;
+        if ends && self.broken(Broken::BookingExpiredBeforeProvisioned) {
+            // Already says BookingExpired; only the booking itself ends.
+            self.bookings_over.insert(uid(request).to_string());
+            return;
+        }
         if consumed(request, world) >= total {
             next.set(
                 cond::BOOKING_EXPIRED,
@@ -819,6 +895,7 @@ impl Autoscaler {
                 count: *count,
                 ready_at,
                 labels: labels.clone(),
+                names: vec![],
             });
             step.wake_at(ready_at);
         }
@@ -888,6 +965,12 @@ struct StepState {
 }
 
 impl StepState {
+    fn created_named(&self, name: &str) -> bool {
+        self.created
+            .iter()
+            .any(|n| n.metadata.name.as_deref() == Some(name))
+    }
+
     fn wake_at(&mut self, at: Timestamp) {
         if at > self.now {
             self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
@@ -917,6 +1000,8 @@ struct Next {
     details: BTreeMap<String, String>,
     time: Time,
     broken: Option<Broken>,
+    /// The condition types set with the step's time.
+    stamped: Vec<String>,
 }
 
 impl Next {
@@ -928,12 +1013,14 @@ impl Next {
             status,
             time,
             broken,
+            stamped: vec![],
         }
     }
 
     /// Sets a condition as upstream does: replaced in place or appended, with the step's time as
     /// lastTransitionTime and the request's generation as observedGeneration.
     fn set(&mut self, type_: &str, status: &str, why: &str, message: &str) {
+        self.stamped.push(type_.to_string());
         self.set_at(type_, status, why, message, self.time.clone());
     }
 
@@ -1125,14 +1212,6 @@ fn is_ready(node: &Node) -> bool {
                 .find(|c| c.type_ == "Ready")
                 .is_none_or(|c| c.status == "True")
         })
-}
-
-/// Provisioned, with its booking still on (upstream's `ShouldCapacityBeBooked`).
-fn is_booked(request: &ProvisioningRequest) -> bool {
-    is_true(request, cond::PROVISIONED)
-        && !is_true(request, cond::BOOKING_EXPIRED)
-        && !is_true(request, cond::FAILED)
-        && !is_true(request, cond::CAPACITY_REVOKED)
 }
 
 fn condition<'a>(request: &'a ProvisioningRequest, type_: &str) -> Option<&'a Condition> {

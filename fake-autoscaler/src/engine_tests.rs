@@ -27,6 +27,8 @@ struct Harness {
     /// `+SECONDS name Type=Status Reason` for every condition change, and node changes.
     log: Vec<String>,
     next_uid: u32,
+    /// Node creations the "API server" refuses, from the next one on.
+    refuse_node_creates: u32,
 }
 
 impl Harness {
@@ -40,6 +42,7 @@ impl Harness {
             wake: None,
             log: vec![],
             next_uid: 0,
+            refuse_node_creates: 0,
         };
         h.settle();
         h
@@ -97,6 +100,11 @@ impl Harness {
             }
             Action::CreateNode(node) => {
                 let name = node.metadata.name.clone().expect("name");
+                if self.refuse_node_creates > 0 {
+                    self.refuse_node_creates -= 1;
+                    self.log.push(format!("+{t}s node {name} refused"));
+                    return;
+                }
                 self.log.push(format!("+{t}s node {name} created"));
                 self.world.nodes.insert(name, *node);
             }
@@ -429,6 +437,21 @@ fn atomic_scale_up_provisions_at_once_and_the_nodes_follow() {
 }
 
 #[test]
+fn a_refused_node_creation_is_asked_for_again() {
+    let mut h = Harness::new(GPU_GROUP);
+    h.template("t", &[("nvidia.com/gpu", "4")], &[]);
+    h.request("train", ATOMIC, &[("t", 2)], &[]);
+    h.refuse_node_creates = 1;
+    h.advance_to(120);
+    assert_eq!(h.node_names(), ["gpu-0", "gpu-1"], "{:?}", h.log);
+    assert!(
+        h.log.contains(&"+120s node gpu-0 refused".to_string()),
+        "{:?}",
+        h.log
+    );
+}
+
+#[test]
 fn atomic_scale_up_adds_nothing_when_not_everything_fits() {
     let mut h = Harness::new(GPU_GROUP);
     h.template("t", &[("nvidia.com/gpu", "4")], &[]);
@@ -508,18 +531,48 @@ fn booking_is_consumed_when_every_pod_is_scheduled_and_nodes_stay_while_pods_run
     assert!(h.node_names().is_empty(), "{:?}", h.log);
 }
 
-#[test]
-fn booked_capacity_is_not_given_to_another_request_until_the_booking_ends() {
-    let mut h = Harness::new(ONE_CPU_NODE);
+/// Also for the variants whose broken rule touches booking or times: they must still book and
+/// time as the reference does, or the conformance suite would blame the wrong rule.
+#[rstest]
+#[case::reference(None)]
+#[case::booking_expired_before_provisioned(Some(Broken::BookingExpiredBeforeProvisioned))]
+#[case::stale_transition_time(Some(Broken::StaleTransitionTime))]
+fn booked_capacity_is_not_given_to_another_request_until_the_booking_ends(
+    #[case] variant: Option<Broken>,
+) {
+    let broken = variant.map_or(String::new(), |v| format!("broken: {}", v.name()));
+    let mut h = Harness::new(&format!("{ONE_CPU_NODE}{broken}\n"));
     h.template("t", &[("cpu", "3")], &[]);
     h.request("a", CHECK, &[("t", 1)], &[]);
     h.request("b", CHECK, &[("t", 1)], &[]);
     assert_eq!(h.condition("b", "Provisioned").expect("b").status, "False");
     // a's booking ends at 600s; b's retries come at 60, 180, 420, 900.
     h.advance_to(899);
-    assert_eq!(h.condition("b", "Provisioned").expect("b").status, "False");
-    h.advance_to(901);
+    assert_eq!(
+        h.condition("b", "Provisioned").expect("b").status,
+        "False",
+        "{:?}",
+        h.log
+    );
+    h.advance_to(900);
     assert_eq!(h.condition("b", "Provisioned").expect("b").status, "True");
+    // b's booking, from 900s, ends ten minutes later for every variant.
+    h.template("c", &[("cpu", "3")], &[]);
+    h.advance_to(1499);
+    h.request("c", CHECK, &[("c", 1)], &[]);
+    assert_eq!(
+        h.condition("c", "Provisioned").expect("c").status,
+        "False",
+        "{:?}",
+        h.log
+    );
+    h.advance_to(1560);
+    assert_eq!(
+        h.condition("c", "Provisioned").expect("c").status,
+        "True",
+        "{:?}",
+        h.log
+    );
 }
 
 #[test]
