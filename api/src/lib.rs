@@ -6,6 +6,7 @@
 //! - [`autoscaling`]: `autoscaling.x-k8s.io/v1` ProvisioningRequest, as the Cluster Autoscaler defines it.
 //! - [`config`]: the Kueue controller Configuration file.
 //! - [`constants`]: condition types, reasons, labels, annotations and names shared with upstream.
+//! - [`contract`]: the rules every provisioning class keeps, as the conformance suite words them.
 //!
 //! The CRDs generated from these types are checked in under `api/crds/` (regenerate with
 //! `cargo xtask crds`); [`all_crds`] returns them in memory, e.g. to install into a fake API server.
@@ -18,6 +19,7 @@
 pub mod autoscaling;
 pub mod config;
 pub mod constants;
+pub mod contract;
 pub mod kueue;
 mod schema;
 

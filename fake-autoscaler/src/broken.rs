@@ -56,26 +56,19 @@ impl Broken {
         }
     }
 
-    /// The rule of the contract this variant breaks.
+    /// The rule of the contract this variant breaks, in the conformance suite's words.
     pub fn rule(self) -> &'static str {
+        use api::contract as rule;
         match self {
-            Broken::ProvisionedAndFailed => "Provisioned=True and Failed=True are never both set",
-            Broken::BookingExpiredBeforeProvisioned => {
-                "BookingExpired=True only follows Provisioned=True"
-            }
-            Broken::StaleTransitionTime => {
-                "a condition's lastTransitionTime moves when its status changes"
-            }
-            Broken::NeverLeavesAccepted => {
-                "a waiting request shows its progress in a Provisioned condition"
-            }
-            Broken::PartialScaleUp => "an atomic class leaves no partial capacity behind",
-            Broken::IgnoresDeletion => "deleting a request cancels it and frees its capacity",
-            Broken::RevivesFailed => "Failed=True is terminal",
-            Broken::SnakeCaseReasons => "condition reasons are CamelCase",
-            Broken::ProvisionsWithoutTemplates => {
-                "a request whose PodTemplates are missing is failed or kept waiting, never provisioned"
-            }
+            Broken::ProvisionedAndFailed => rule::NEVER_PROVISIONED_AND_FAILED,
+            Broken::BookingExpiredBeforeProvisioned => rule::BOOKING_EXPIRES_AFTER_PROVISIONED,
+            Broken::StaleTransitionTime => rule::TRANSITION_TIME_MOVES,
+            Broken::NeverLeavesAccepted => rule::PROGRESS_IS_VISIBLE,
+            Broken::PartialScaleUp => rule::NO_PARTIAL_CAPACITY,
+            Broken::IgnoresDeletion => rule::DELETION_CANCELS,
+            Broken::RevivesFailed => rule::FAILED_IS_TERMINAL,
+            Broken::SnakeCaseReasons => rule::REASONS_ARE_CAMEL_CASE,
+            Broken::ProvisionsWithoutTemplates => rule::MISSING_TEMPLATES_HANDLED,
         }
     }
 

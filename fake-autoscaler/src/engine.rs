@@ -438,9 +438,9 @@ impl Autoscaler {
         let timing = self.config.timing.clone();
         if is_true(request, cond::FAILED) {
             // Terminal; only the broken variant brings it back.
-            let not_found = condition(request, cond::FAILED)
-                .is_some_and(|c| c.reason == reason::CAPACITY_IS_NOT_FOUND);
-            if self.broken(Broken::RevivesFailed) && not_found {
+            // Whatever failed it; but only once its pods can be built, so that it breaks no
+            // other rule.
+            if self.broken(Broken::RevivesFailed) && request_pods(request, world).is_ok() {
                 next.set(
                     cond::FAILED,
                     "False",

@@ -81,6 +81,7 @@ pub async fn run(
             continue;
         }
         let outcome = autoscaler.step(&mirror.world, clock.now());
+        tracing::debug!(actions = outcome.actions.len(), wake = ?outcome.wake, "fake autoscaler step");
         wake = outcome.wake;
         if !carry_out(&client, outcome.actions, &mut mirror.world).await {
             let retry = clock

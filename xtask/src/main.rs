@@ -20,6 +20,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the conformance suite for ProvisioningRequest classes. Without arguments: against an
+    /// embedded fake API server with the fake autoscaler's reference classes, on virtual time.
+    /// `--kubeconfig PATH --options FILE` runs it against a cluster; `--mutants` against every
+    /// broken variant of the fake autoscaler. Every other flag goes to the suite (`--help` there
+    /// lists them: `cargo xtask conformance -- --help`).
+    #[command(disable_help_flag = false)]
+    Conformance {
+        /// The flags of the `conformance` binary.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Start the fake API server on loopback and print where its kubeconfig is. Runs until Ctrl-C.
     Serve {
         /// Address to listen on (port 0 picks a free port).
@@ -128,6 +139,20 @@ fn main() -> anyhow::Result<()> {
             cmd.args(filter);
             // insta reads this: `always` writes the snapshots, `no` only compares.
             cmd.env("INSTA_UPDATE", if accept { "always" } else { "no" });
+            run(cmd)
+        }
+        Command::Conformance { args } => {
+            let mut cmd = cargo();
+            cmd.args([
+                "run",
+                "--quiet",
+                "--package",
+                "conformance",
+                "--bin",
+                "conformance",
+                "--",
+            ]);
+            cmd.args(args);
             run(cmd)
         }
         Command::Codegen { check } => codegen::run(check),

@@ -276,7 +276,11 @@ impl Reconciler {
         Ok(true)
     }
 
-    async fn remove_finalizer(&mut self, world: &mut World, wl: &Workload) -> Result<bool, Error> {
+    pub(super) async fn remove_finalizer(
+        &mut self,
+        world: &mut World,
+        wl: &Workload,
+    ) -> Result<bool, Error> {
         if !wl
             .finalizers()
             .iter()

@@ -34,6 +34,12 @@ impl Reconciler {
                     ))
                     .is_some()
             });
+            // Being deleted, and no Job will finish it (none owns it, or its Job is gone): let it
+            // go, as Kueue does for orphaned workloads and for a deleted Job's workloads.
+            if wl.metadata.deletion_timestamp.is_some() && !owned_by_job {
+                progressed |= self.remove_finalizer(world, &wl).await?;
+                continue;
+            }
             let ctx = lifecycle::Context {
                 now: self.options.clock.now_time(),
                 local_queue: lq.as_ref(),

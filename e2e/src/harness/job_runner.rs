@@ -56,6 +56,12 @@ impl JobRunner {
         }
     }
 
+    /// Also creates each Job's pods on Nodes that can take them (`pods: true`).
+    pub fn with_pods(mut self) -> Self {
+        self.pods = true;
+        self
+    }
+
     /// From a scenario's `components.job-runner`: `{}` or `{duration: 30s}`.
     pub fn from_value(value: &Value) -> Result<Self, String> {
         let mut runner = JobRunner::default();

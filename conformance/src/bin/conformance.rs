@@ -1,0 +1,319 @@
+//! `conformance`: run the ProvisioningRequest class conformance suite against a cluster, or
+//! against Tollgate's embedded world with the fake autoscaler's reference classes.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use conformance::embedded::{self, ReferenceClass};
+use conformance::options::{Feature, Options};
+use conformance::report::{self, ConformanceReport};
+use conformance::runner::{Outcome, Selection, TestResult};
+use fake_autoscaler::Broken;
+
+/// The conformance suite for ProvisioningRequest provisioning classes. Without --kubeconfig or
+/// --options it runs embedded: a fake API server on virtual time with the fake autoscaler's
+/// reference classes.
+#[derive(Parser, Debug)]
+#[command(name = "conformance", version)]
+struct Args {
+    /// The options file (class, pod templates, features, timeouts, implementation).
+    #[arg(long)]
+    options: Option<PathBuf>,
+    /// The kubeconfig of the cluster to test (overrides the options file).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context.
+    #[arg(long)]
+    context: Option<String>,
+    /// The provisioning class to test (overrides className).
+    #[arg(long = "class")]
+    class_name: Option<String>,
+    /// A feature the class claims (repeatable; replaces the file's list).
+    #[arg(long = "feature", value_name = "NAME")]
+    features: Vec<String>,
+    /// Override a timeout, e.g. `provisioned=20m` (repeatable).
+    #[arg(long = "timeout", value_name = "NAME=DURATION")]
+    timeouts: Vec<String>,
+    /// Run only this test (repeatable).
+    #[arg(long = "run-test", value_name = "NAME")]
+    run_tests: Vec<String>,
+    /// Skip these tests (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    skip_tests: Vec<String>,
+    /// Run the kueue profile too: Tollgate's controller in front of the class (it creates
+    /// cluster-scoped Kueue objects, and needs Kueue's CRDs and no other Kueue controller).
+    #[arg(long)]
+    kueue: bool,
+    /// Stop at the first failed test.
+    #[arg(long)]
+    fail_fast: bool,
+    /// List the tests that would run, and why others would not, then exit.
+    #[arg(long)]
+    list: bool,
+    /// Leave each test's namespace behind.
+    #[arg(long)]
+    no_cleanup: bool,
+    /// Where to write report.yaml, junit.xml and diagnostics/.
+    #[arg(long, default_value = "target/conformance")]
+    report_dir: PathBuf,
+    /// Embedded: play this broken variant of the fake autoscaler.
+    #[arg(long, value_name = "NAME")]
+    broken: Option<String>,
+    /// Embedded: run against every broken variant and fail unless each is caught by a test that
+    /// names the rule it breaks.
+    #[arg(long)]
+    mutants: bool,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Args::parse()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<bool> {
+    let selection = Selection {
+        run_tests: args.run_tests.clone(),
+        skip_tests: args.skip_tests.clone(),
+        fail_fast: args.fail_fast,
+        no_cleanup: args.no_cleanup,
+    };
+    if args.kubeconfig.is_some() || args.options.is_some() {
+        return run_cluster(&args, &selection);
+    }
+    if args.mutants {
+        return mutants();
+    }
+    let broken = args
+        .broken
+        .as_deref()
+        .map(Broken::from_name)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let mut passed = true;
+    for class in ReferenceClass::ALL {
+        let mut options = class.options();
+        apply_flags(&mut options, &args)?;
+        if args.list {
+            list(&options, &selection);
+            continue;
+        }
+        let bar = progress_bar(&options, &selection);
+        let results = embedded::runtime()?
+            .block_on(embedded::run(&options, broken, &selection, |r| {
+                progress(&bar, r)
+            }))
+            .map_err(anyhow::Error::msg)?;
+        bar.finish_and_clear();
+        let reproduce = "cargo xtask conformance".to_string();
+        passed &= publish(&options, &results, "embedded", reproduce, &args.report_dir)?;
+    }
+    Ok(passed)
+}
+
+/// Against a real cluster, on real time.
+fn run_cluster(args: &Args, selection: &Selection) -> anyhow::Result<bool> {
+    let mut options = match &args.options {
+        Some(path) => Options::load(path)?,
+        None => Options::default(),
+    };
+    apply_flags(&mut options, args)?;
+    if args.kubeconfig.is_some() {
+        options.kubeconfig = args.kubeconfig.clone();
+    }
+    if args.list {
+        list(&options, selection);
+        return Ok(true);
+    }
+    options.check().map_err(anyhow::Error::msg)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let bar = progress_bar(&options, selection);
+    let results = runtime.block_on(async {
+        let client = controller::connect(options.kubeconfig.as_deref(), options.context.as_deref())
+            .await
+            .context("connecting to the cluster")?;
+        let run = conformance::runner::run(
+            &client,
+            &options,
+            selection,
+            controller::Clock::system(),
+            |r| progress(&bar, r),
+        );
+        tokio::select! {
+            results = run => Ok::<_, anyhow::Error>(results),
+            _ = tokio::signal::ctrl_c() => {
+                // Dropping the run stops its test; its namespace is the only thing left.
+                eprintln!("interrupted: deleting the suite's namespaces");
+                cleanup_interrupted(&client, &options).await;
+                anyhow::bail!("interrupted")
+            }
+        }
+    })?;
+    bar.finish_and_clear();
+    let mut reproduce = String::from("conformance");
+    if let Some(path) = &args.options {
+        reproduce.push_str(&format!(" --options {}", path.display()));
+    }
+    reproduce.push_str(" --kubeconfig <your kubeconfig>");
+    publish(&options, &results, "cluster", reproduce, &args.report_dir)
+}
+
+/// Deletes every namespace the suite made (they carry its label).
+async fn cleanup_interrupted(client: &kube::Client, options: &Options) {
+    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
+    let lp = kube::api::ListParams::default().labels("tollgate.dev/conformance=true");
+    if let Ok(list) = api.list(&lp).await {
+        for ns in list.items {
+            if let Some(name) = ns.metadata.name {
+                let _ = conformance::runner::delete_namespace(client, &name, options).await;
+            }
+        }
+    }
+}
+
+fn apply_flags(options: &mut Options, args: &Args) -> anyhow::Result<()> {
+    if let Some(class) = &args.class_name {
+        options.class_name = class.clone();
+    }
+    if let Some(context) = &args.context {
+        options.context = Some(context.clone());
+    }
+    options.kueue |= args.kueue;
+    if !args.features.is_empty() {
+        options.features = args
+            .features
+            .iter()
+            .map(|f| Feature::from_name(f))
+            .collect::<Result<_, _>>()
+            .map_err(anyhow::Error::msg)?;
+    }
+    for t in &args.timeouts {
+        let (name, value) = t
+            .split_once('=')
+            .with_context(|| format!("--timeout {t}: write NAME=DURATION, e.g. provisioned=20m"))?;
+        let value =
+            api::config::GoDuration::parse(value).with_context(|| format!("--timeout {t}"))?;
+        options
+            .timeouts
+            .set(name, value)
+            .map_err(|e| anyhow::anyhow!("--timeout {t}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn list(options: &Options, selection: &Selection) {
+    println!("{}:", options.class_name);
+    for (test, skip) in conformance::runner::plan(options, selection) {
+        let what = match skip {
+            None => "would run".to_string(),
+            Some(Outcome::Skipped { reason, .. }) => format!("skipped: {reason}"),
+            Some(_) => String::new(),
+        };
+        println!(
+            "  {:<34} {:<9} {what}\n      {}",
+            test.name,
+            test.profile.name(),
+            test.description
+        );
+    }
+}
+
+/// A progress bar over the tests of one class (hidden when stderr is not a terminal), with a line
+/// per finished test.
+fn progress_bar(options: &Options, selection: &Selection) -> indicatif::ProgressBar {
+    let total = conformance::runner::plan(options, selection).len() as u64;
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(options.class_name.clone());
+    bar
+}
+
+fn progress(bar: &indicatif::ProgressBar, result: &TestResult) {
+    let mark = match &result.outcome {
+        Outcome::Passed => "ok  ",
+        Outcome::Failed(_) => "FAIL",
+        Outcome::Skipped { .. } => "skip",
+    };
+    bar.println(format!(
+        "{mark} {} ({})",
+        result.name,
+        result.profile.name()
+    ));
+    bar.set_message(result.name);
+    bar.inc(1);
+}
+
+/// Writes report.yaml, junit.xml and the diagnostics, and prints the summary. True when every
+/// profile succeeded.
+fn publish(
+    options: &Options,
+    results: &[TestResult],
+    mode: &str,
+    reproduce: String,
+    dir: &Path,
+) -> anyhow::Result<bool> {
+    let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
+    let report = ConformanceReport::new(options, results, date, mode, reproduce);
+    let dir = dir.join(options.class_name.replace('/', "_"));
+    std::fs::create_dir_all(dir.join("diagnostics"))
+        .with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(dir.join("report.yaml"), report.to_yaml())?;
+    std::fs::write(
+        dir.join("junit.xml"),
+        report::junit(results, &options.class_name),
+    )?;
+    for r in results {
+        if let Some(d) = &r.diagnostics {
+            std::fs::write(dir.join("diagnostics").join(format!("{}.yaml", r.name)), d)?;
+        }
+    }
+    println!("{}", report::summary(&report, results));
+    println!("report: {}", dir.join("report.yaml").display());
+    Ok(report.passed())
+}
+
+/// Every broken variant must fail at least one test whose message names the rule it breaks.
+fn mutants() -> anyhow::Result<bool> {
+    let mut all_caught = true;
+    for variant in Broken::ALL {
+        let caught = embedded::runtime()?
+            .block_on(embedded::catch(variant))
+            .map_err(anyhow::Error::msg)?;
+        match caught {
+            Some((class, test)) => println!(
+                "caught  {:<36} by {} on {} ({}): {}",
+                variant.name(),
+                test.name,
+                class.class_name(),
+                test.profile.name(),
+                variant.rule()
+            ),
+            None => {
+                all_caught = false;
+                println!(
+                    "MISSED  {:<36} no test named: {}",
+                    variant.name(),
+                    variant.rule()
+                );
+            }
+        }
+    }
+    Ok(all_caught)
+}

@@ -1,0 +1,35 @@
+//! The conformance suite for ProvisioningRequest provisioning classes: what Kueue relies on from a
+//! class, tested against a real one.
+//!
+//! - [`suite`]: the tests, by profile (`core`: every class must pass; `extended`: features a class
+//!   may claim) and the context each runs with (its own namespace, a client, the options);
+//! - [`monitor`]: every request version a test causes, checked against the contract's rules
+//!   ([`api::contract`]);
+//! - [`runner`]: selection, namespaces and cleanup, diagnostic bundles;
+//! - [`report`]: the `ConformanceReport` YAML, JUnit XML and the terminal summary;
+//! - [`options`]: the vendor's options file;
+//! - [`embedded`]: the suite against the fake autoscaler's reference classes on virtual time.
+//!
+//! As a library, a vendor's own test can run it:
+//!
+//! ```no_run
+//! # async fn demo(client: kube::Client) {
+//! let options = conformance::options::Options::load(std::path::Path::new("options.yaml")).unwrap();
+//! let results = conformance::runner::run(
+//!     &client,
+//!     &options,
+//!     &Default::default(),
+//!     controller::Clock::system(),
+//!     |r| println!("{} {:?}", r.name, r.outcome),
+//! )
+//! .await;
+//! assert!(results.iter().all(|r| !matches!(r.outcome, conformance::runner::Outcome::Failed(_))));
+//! # }
+//! ```
+
+pub mod embedded;
+pub mod monitor;
+pub mod options;
+pub mod report;
+pub mod runner;
+pub mod suite;

@@ -1,0 +1,277 @@
+//! Runs the selected tests one by one, each in a namespace of its own that is deleted afterwards,
+//! checks the contract's rules on every request version the test caused, and collects a
+//! diagnostic bundle when a test fails.
+
+use std::time::Duration;
+
+use api::autoscaling::ProvisioningRequest;
+use k8s_openapi::api::core::v1::{Event, Namespace, Node, PodTemplate};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::runtime::wait::await_condition;
+use kube::{Client, ResourceExt};
+
+use crate::monitor::{self, Histories, Monitor};
+use crate::options::Options;
+use crate::suite::{self, Ctx, Failure, Profile, TestCase};
+
+/// Which tests to run, and how.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// Only these tests (all when empty).
+    pub run_tests: Vec<String>,
+    pub skip_tests: Vec<String>,
+    /// Stop at the first failure (the rest are skipped).
+    pub fail_fast: bool,
+    /// Leave each test's namespace behind.
+    pub no_cleanup: bool,
+}
+
+/// How a test ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Passed,
+    Failed(Failure),
+    /// Not run, and why.
+    Skipped {
+        reason: String,
+        unclaimed: bool,
+    },
+}
+
+/// One test's result.
+#[derive(Clone, Debug)]
+pub struct TestResult {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub profile: Profile,
+    pub outcome: Outcome,
+    /// Time the test took (virtual in the embedded run).
+    pub took: Duration,
+    /// What a vendor needs to debug a failure: requests, their condition history, Events,
+    /// PodTemplates, Nodes (YAML).
+    pub diagnostics: Option<String>,
+}
+
+/// Why each test would be skipped, or `None` when it runs.
+pub fn plan(options: &Options, selection: &Selection) -> Vec<(TestCase, Option<Outcome>)> {
+    suite::all()
+        .into_iter()
+        .map(|test| {
+            let skip = if !selection.run_tests.is_empty()
+                && !selection.run_tests.iter().any(|t| t == test.name)
+            {
+                Some(skipped("not selected by --run-test", false))
+            } else if selection.skip_tests.iter().any(|t| t == test.name) {
+                Some(skipped("skipped by --skip-tests", false))
+            } else if test.profile == Profile::Kueue && !options.kueue {
+                Some(skipped(
+                    "the kueue profile was not asked for (--kueue)",
+                    true,
+                ))
+            } else {
+                test.features
+                    .iter()
+                    .find(|f| !options.claims(**f))
+                    .map(|f| {
+                        skipped(
+                            &format!("the class does not claim feature {}", f.name()),
+                            true,
+                        )
+                    })
+            };
+            (test, skip)
+        })
+        .collect()
+}
+
+fn skipped(reason: &str, unclaimed: bool) -> Outcome {
+    Outcome::Skipped {
+        reason: reason.into(),
+        unclaimed,
+    }
+}
+
+/// Runs the plan against the cluster `client` talks to. `progress` hears of each result.
+pub async fn run(
+    client: &Client,
+    options: &Options,
+    selection: &Selection,
+    clock: controller::Clock,
+    mut progress: impl FnMut(&TestResult),
+) -> Vec<TestResult> {
+    let mut results = vec![];
+    let mut stop = false;
+    for (index, (test, skip)) in plan(options, selection).into_iter().enumerate() {
+        let skip = match (skip, stop) {
+            (Some(s), _) => Some(s),
+            (None, true) => Some(skipped("not run after a failure (--fail-fast)", false)),
+            (None, false) => None,
+        };
+        let result = match skip {
+            Some(outcome) => TestResult {
+                name: test.name,
+                description: test.description,
+                profile: test.profile,
+                outcome,
+                took: Duration::ZERO,
+                diagnostics: None,
+            },
+            None => run_one(client, options, selection, clock, &test, index).await,
+        };
+        stop |= selection.fail_fast && matches!(result.outcome, Outcome::Failed(_));
+        progress(&result);
+        results.push(result);
+    }
+    results
+}
+
+async fn run_one(
+    client: &Client,
+    options: &Options,
+    selection: &Selection,
+    clock: controller::Clock,
+    test: &TestCase,
+    index: usize,
+) -> TestResult {
+    let started = tokio::time::Instant::now();
+    let namespace = format!("conformance-{index:02}-{}", test.name);
+    let mut result = TestResult {
+        name: test.name,
+        description: test.description,
+        profile: test.profile,
+        outcome: Outcome::Passed,
+        took: Duration::ZERO,
+        diagnostics: None,
+    };
+    if let Err(e) = create_namespace(client, &namespace).await {
+        result.outcome = Outcome::Failed(Failure::other(format!(
+            "creating namespace {namespace}: {e}"
+        )));
+        return result;
+    }
+    let ctx = Ctx {
+        client: client.clone(),
+        options: options.clone(),
+        namespace: namespace.clone(),
+        clock,
+        monitor: Monitor::start(client.clone(), &namespace, clock),
+    };
+    let ran = (test.run)(&ctx).await;
+    // Let the watch deliver what the last writes caused before judging the histories.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let histories = ctx.monitor.histories();
+    let broken = histories
+        .iter()
+        .find_map(|(name, h)| monitor::check(name, h));
+    result.outcome = match (broken, ran) {
+        (Some(v), _) => Outcome::Failed(Failure::rule(v.rule, v.detail)),
+        (None, Err(f)) => Outcome::Failed(f),
+        (None, Ok(())) => Outcome::Passed,
+    };
+    if matches!(result.outcome, Outcome::Failed(_)) {
+        result.diagnostics = Some(diagnostics(client, &namespace, &histories).await);
+    }
+    drop(ctx);
+    if !selection.no_cleanup
+        && let Err(e) = delete_namespace(client, &namespace, options).await
+        && result.outcome == Outcome::Passed
+    {
+        result.outcome = Outcome::Failed(Failure::other(e));
+    }
+    result.took = started.elapsed();
+    result
+}
+
+async fn create_namespace(client: &Client, name: &str) -> Result<(), kube::Error> {
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some([("tollgate.dev/conformance".to_string(), "true".to_string())].into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .map(|_| ())
+}
+
+/// Deletes the namespace (and so everything the test made in it) and waits until it is gone.
+pub async fn delete_namespace(
+    client: &Client,
+    name: &str,
+    options: &Options,
+) -> Result<(), String> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+        Err(e) => return Err(format!("deleting namespace {name}: {e}")),
+    }
+    let gone = await_condition(api, name, |ns: Option<&Namespace>| ns.is_none());
+    match tokio::time::timeout(options.timeouts.cleanup.get(), gone).await {
+        Ok(_) => Ok(()),
+        Err(_) => Err(format!(
+            "namespace {name} was not gone within the cleanup timeout"
+        )),
+    }
+}
+
+/// The diagnostic bundle of a failed test, as one YAML document.
+async fn diagnostics(client: &Client, namespace: &str, histories: &Histories) -> String {
+    let lp = ListParams::default();
+    let requests = Api::<ProvisioningRequest>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let templates = Api::<PodTemplate>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let events = Api::<Event>::namespaced(client.clone(), namespace)
+        .list(&lp)
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&lp)
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    let history: serde_json::Map<String, serde_json::Value> = histories
+        .iter()
+        .map(|(name, seen)| {
+            let versions: Vec<serde_json::Value> = seen
+                .iter()
+                .map(|s| serde_json::json!({"seenAt": s.at.to_string(), "conditions": s.status.conditions}))
+                .collect();
+            (name.clone(), versions.into())
+        })
+        .collect();
+    let strip = |mut v: serde_json::Value| {
+        if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            m.remove("managedFields");
+        }
+        v
+    };
+    let bundle = serde_json::json!({
+        "namespace": namespace,
+        "requests": requests.iter().map(|r| strip(serde_json::to_value(r).unwrap_or_default())).collect::<Vec<_>>(),
+        "conditionHistory": history,
+        "events": events.iter().map(|e| serde_json::json!({
+            "type": e.type_, "reason": e.reason, "message": e.message,
+            "object": e.involved_object.name, "lastTimestamp": e.last_timestamp,
+        })).collect::<Vec<_>>(),
+        "podTemplates": templates.iter().map(|t| strip(serde_json::to_value(t).unwrap_or_default())).collect::<Vec<_>>(),
+        "nodes": nodes.iter().map(|n| serde_json::json!({
+            "name": n.name_any(), "labels": n.metadata.labels,
+            "allocatable": n.status.as_ref().and_then(|s| s.allocatable.clone()),
+            "taints": n.spec.as_ref().and_then(|s| s.taints.clone()),
+        })).collect::<Vec<_>>(),
+    });
+    serde_yaml::to_string(&bundle).unwrap_or_default()
+}

@@ -1,0 +1,244 @@
+//! The extended profile: features a class may claim.
+
+use api::constants::{provisioning_class, provreq_condition as cond};
+use api::contract as rule;
+use futures::FutureExt;
+
+use super::{Ctx, Failure, Profile, TestCase, Which, condition, is_true};
+use crate::options::Feature;
+
+pub fn tests() -> Vec<TestCase> {
+    vec![
+        TestCase {
+            name: "no-retry-fails",
+            description: "With noRetry: \"true\", a request that cannot be provisioned is Failed=True.",
+            profile: Profile::Extended,
+            features: &[Feature::NoRetry],
+            run: |ctx| no_retry_fails(ctx).boxed(),
+        },
+        TestCase {
+            name: "no-partial-capacity",
+            description: "A request that cannot be provisioned whole adds no Nodes.",
+            profile: Profile::Extended,
+            features: &[Feature::AtomicScaleUp],
+            run: |ctx| no_partial_capacity(ctx).boxed(),
+        },
+        TestCase {
+            name: "booking-expires",
+            description: "A provisioned request's booking ends: BookingExpired=True.",
+            profile: Profile::Extended,
+            features: &[Feature::BookingExpiry],
+            run: |ctx| booking_expires(ctx).boxed(),
+        },
+        TestCase {
+            name: "booking-consumed",
+            description: "Once as many pods consuming a provisioned request run as it asked for, \
+                          its booking ends: BookingExpired=True.",
+            profile: Profile::Extended,
+            features: &[Feature::BookingConsumed],
+            run: |ctx| booking_consumed(ctx).boxed(),
+        },
+        TestCase {
+            name: "capacity-revoked",
+            description: "With maxRunDurationSeconds, a provisioned request's capacity is \
+                          revoked once it has passed: CapacityRevoked=True.",
+            profile: Profile::Extended,
+            features: &[Feature::CapacityRevoked],
+            run: |ctx| capacity_revoked(ctx).boxed(),
+        },
+        TestCase {
+            name: "valid-until-seconds",
+            description: "A request not provisioned within ValidUntilSeconds is Failed=True.",
+            profile: Profile::Extended,
+            features: &[Feature::ValidUntilSeconds],
+            run: |ctx| valid_until_seconds(ctx).boxed(),
+        },
+        TestCase {
+            name: "class-details",
+            description: "A provisioned request carries status.provisioningClassDetails.",
+            profile: Profile::Extended,
+            features: &[Feature::ProvisioningClassDetails],
+            run: |ctx| class_details(ctx).boxed(),
+        },
+        TestCase {
+            name: "old-requests-collected",
+            description: "A provisioned request is deleted once old enough.",
+            profile: Profile::Extended,
+            features: &[Feature::GarbageCollection],
+            run: |ctx| old_requests_collected(ctx).boxed(),
+        },
+    ]
+}
+
+async fn no_retry_fails(ctx: &Ctx) -> Result<(), Failure> {
+    ctx.template("pods", Which::DoesNotFit).await?;
+    ctx.request(
+        "once",
+        "pods",
+        Which::DoesNotFit,
+        &[(provisioning_class::PARAMETER_NO_RETRY, "true")],
+    )
+    .await?;
+    ctx.wait_for(
+        "once",
+        ctx.options.timeouts.progress.get(),
+        "Failed=True",
+        None,
+        |r| is_true(r, cond::FAILED),
+    )
+    .await?;
+    // Still failed after a while (the monitor checks that Failed stays).
+    ctx.hold(ctx.options.timeouts.hold.get()).await;
+    Ok(())
+}
+
+async fn no_partial_capacity(ctx: &Ctx) -> Result<(), Failure> {
+    let before = ctx.nodes().await?;
+    ctx.template("pods", Which::DoesNotFit).await?;
+    ctx.request("whole", "pods", Which::DoesNotFit, &[]).await?;
+    ctx.wait_for(
+        "whole",
+        ctx.options.timeouts.progress.get(),
+        "Provisioned=False or Failed=True",
+        Some(rule::PROGRESS_IS_VISIBLE),
+        |r| {
+            is_true(r, cond::FAILED)
+                || condition(r, cond::PROVISIONED).is_some_and(|c| c.status == "False")
+        },
+    )
+    .await?;
+    ctx.hold(ctx.options.timeouts.hold.get()).await;
+    let added: Vec<String> = ctx
+        .nodes()
+        .await?
+        .into_iter()
+        .filter(|n| !before.contains(n))
+        .collect();
+    if added.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::rule(
+            rule::NO_PARTIAL_CAPACITY,
+            format!(
+                "request whole could not be provisioned, yet Nodes were added: {}",
+                added.join(", ")
+            ),
+        ))
+    }
+}
+
+async fn booking_expires(ctx: &Ctx) -> Result<(), Failure> {
+    ctx.template("pods", Which::Fits).await?;
+    ctx.request("booked", "pods", Which::Fits, &[]).await?;
+    ctx.provisioned("booked").await?;
+    ctx.wait_for(
+        "booked",
+        ctx.options.timeouts.booking_expiry.get(),
+        "BookingExpired=True",
+        None,
+        |r| is_true(r, cond::BOOKING_EXPIRED),
+    )
+    .await
+}
+
+async fn old_requests_collected(ctx: &Ctx) -> Result<(), Failure> {
+    ctx.template("pods", Which::Fits).await?;
+    ctx.request("old", "pods", Which::Fits, &[]).await?;
+    ctx.provisioned("old").await?;
+    ctx.wait_for(
+        "old",
+        ctx.options.timeouts.garbage_collection.get(),
+        "deletion",
+        None,
+        |r| r.is_none(),
+    )
+    .await
+}
+
+async fn booking_consumed(ctx: &Ctx) -> Result<(), Failure> {
+    ctx.template("pods", Which::Fits).await?;
+    ctx.request("consumed", "pods", Which::Fits, &[]).await?;
+    ctx.provisioned("consumed").await?;
+    // A plain Job whose pods consume the request: the cluster's Job controller and scheduler
+    // (the job runner in the embedded world) run them.
+    let fits = &ctx.options.pod_templates.fits;
+    let mut template = serde_json::to_value(&fits.template).unwrap_or_default();
+    template["spec"]["restartPolicy"] = serde_json::json!("Never");
+    template["metadata"]["annotations"] = serde_json::json!({
+        api::constants::annotation::CONSUME_PROVISIONING_REQUEST: "consumed",
+        api::constants::annotation::PROVISIONING_CLASS_NAME: ctx.options.class_name,
+    });
+    let job: k8s_openapi::api::batch::v1::Job = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "consumer", "namespace": ctx.namespace},
+        "spec": {"parallelism": fits.count, "completions": fits.count, "template": template},
+    }))
+    .map_err(|e| Failure::other(format!("building the consuming Job: {e}")))?;
+    kube::Api::<k8s_openapi::api::batch::v1::Job>::namespaced(ctx.client.clone(), &ctx.namespace)
+        .create(&Default::default(), &job)
+        .await
+        .map_err(|e| Failure::other(format!("creating the consuming Job: {e}")))?;
+    ctx.wait_for(
+        "consumed",
+        ctx.options.timeouts.provisioned.get(),
+        "BookingExpired=True once the consuming pods run",
+        None,
+        |r| is_true(r, cond::BOOKING_EXPIRED),
+    )
+    .await
+}
+
+async fn capacity_revoked(ctx: &Ctx) -> Result<(), Failure> {
+    ctx.template("pods", Which::Fits).await?;
+    ctx.request(
+        "revoked",
+        "pods",
+        Which::Fits,
+        &[("maxRunDurationSeconds", "60")],
+    )
+    .await?;
+    ctx.provisioned("revoked").await?;
+    ctx.wait_for(
+        "revoked",
+        ctx.options.timeouts.progress.get(),
+        "CapacityRevoked=True a minute after Provisioned=True (maxRunDurationSeconds: 60)",
+        None,
+        |r| is_true(r, cond::CAPACITY_REVOKED),
+    )
+    .await
+}
+
+async fn valid_until_seconds(ctx: &Ctx) -> Result<(), Failure> {
+    ctx.template("pods", Which::DoesNotFit).await?;
+    ctx.request(
+        "expires",
+        "pods",
+        Which::DoesNotFit,
+        &[("ValidUntilSeconds", "60")],
+    )
+    .await?;
+    ctx.wait_for(
+        "expires",
+        ctx.options.timeouts.progress.get(),
+        "Failed=True a minute after creation (ValidUntilSeconds: 60)",
+        None,
+        |r| is_true(r, cond::FAILED),
+    )
+    .await
+}
+
+async fn class_details(ctx: &Ctx) -> Result<(), Failure> {
+    ctx.template("pods", Which::Fits).await?;
+    ctx.request("detailed", "pods", Which::Fits, &[]).await?;
+    ctx.wait_for(
+        "detailed",
+        ctx.options.timeouts.provisioned.get(),
+        "Provisioned=True with status.provisioningClassDetails",
+        None,
+        |r| {
+            is_true(r, cond::PROVISIONED)
+                && r.and_then(|r| r.status.as_ref())
+                    .is_some_and(|s| !s.provisioning_class_details.is_empty())
+        },
+    )
+    .await
+}

@@ -1,0 +1,275 @@
+//! The tests, and what each is given to run: a namespace of its own, a client, the options, and a
+//! monitor of every request version it causes.
+
+mod core;
+mod extended;
+mod kueue;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use api::autoscaling::{PodSet, ProvisioningRequest, ProvisioningRequestSpec, Reference};
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{Node, PodTemplate};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ListParams, PostParams};
+use kube::runtime::wait::await_condition;
+use kube::{Client, ResourceExt};
+
+use crate::monitor::{Monitor, Seen};
+use crate::options::{Feature, Options, Pods};
+
+/// Which group of tests a test belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum Profile {
+    /// The contract Kueue relies on: every class must pass.
+    #[serde(rename = "core")]
+    Core,
+    /// Features a class may claim.
+    #[serde(rename = "extended")]
+    Extended,
+    /// Kueue (Tollgate's controller) in front of the class, when the options ask for it.
+    #[serde(rename = "kueue")]
+    Kueue,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Core => "core",
+            Profile::Extended => "extended",
+            Profile::Kueue => "kueue",
+        }
+    }
+}
+
+/// One conformance test.
+pub struct TestCase {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub profile: Profile,
+    /// The features the class must claim for the test to run.
+    pub features: &'static [Feature],
+    pub run: for<'a> fn(&'a Ctx) -> BoxFuture<'a, Result<(), Failure>>,
+}
+
+/// The tests that need the cluster as the class left it before the suite: room for the `fits`
+/// pods, no Nodes added yet. They run first, so that a class that holds on to capacity (or adds
+/// partial capacity) is caught by the test about that rule, not by a later test that merely
+/// finds no room.
+const CLEAN_CLUSTER_FIRST: [&str; 2] = ["deletion-frees-capacity", "no-partial-capacity"];
+
+/// Every test, in the order they run: those needing a clean cluster, then core, extended, kueue.
+pub fn all() -> Vec<TestCase> {
+    let mut tests = core::tests();
+    tests.extend(extended::tests());
+    tests.extend(kueue::tests());
+    tests.sort_by_key(|t| {
+        CLEAN_CLUSTER_FIRST
+            .iter()
+            .position(|n| *n == t.name)
+            .unwrap_or(CLEAN_CLUSTER_FIRST.len())
+    });
+    tests
+}
+
+/// Why a test failed, naming the broken rule of the contract when there is one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub rule: Option<&'static str>,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn rule(rule: &'static str, message: impl Into<String>) -> Failure {
+        Failure {
+            rule: Some(rule),
+            message: message.into(),
+        }
+    }
+
+    pub fn other(message: impl Into<String>) -> Failure {
+        Failure {
+            rule: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.rule {
+            Some(rule) => write!(f, "broken rule: {rule}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// What a test runs with.
+pub struct Ctx {
+    pub client: Client,
+    pub options: Options,
+    pub namespace: String,
+    pub clock: controller::Clock,
+    pub monitor: Monitor,
+}
+
+/// Which of the options' pod templates.
+#[derive(Clone, Copy, Debug)]
+pub enum Which {
+    Fits,
+    DoesNotFit,
+}
+
+impl Ctx {
+    fn requests(&self) -> Api<ProvisioningRequest> {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    fn pods(&self, which: Which) -> &Pods {
+        match which {
+            Which::Fits => &self.options.pod_templates.fits,
+            Which::DoesNotFit => &self.options.pod_templates.does_not_fit,
+        }
+    }
+
+    /// Creates a PodTemplate from the options.
+    pub async fn template(&self, name: &str, which: Which) -> Result<(), Failure> {
+        let template = PodTemplate {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some(self.namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            template: Some(self.pods(which).template.clone()),
+        };
+        Api::<PodTemplate>::namespaced(self.client.clone(), &self.namespace)
+            .create(&PostParams::default(), &template)
+            .await
+            .map(|_| ())
+            .map_err(|e| Failure::other(format!("creating PodTemplate {name}: {e}")))
+    }
+
+    /// Creates a request of the class under test for `template`, with the options' parameters
+    /// and `extra` ones, for the count of `which`'s pods.
+    pub async fn request(
+        &self,
+        name: &str,
+        template: &str,
+        which: Which,
+        extra: &[(&str, &str)],
+    ) -> Result<(), Failure> {
+        let mut parameters = self.options.parameters.clone();
+        parameters.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let request = ProvisioningRequest {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some(self.namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: ProvisioningRequestSpec {
+                pod_sets: vec![PodSet {
+                    pod_template_ref: Reference {
+                        name: template.into(),
+                    },
+                    count: self.pods(which).count,
+                }],
+                provisioning_class_name: self.options.class_name.clone(),
+                parameters,
+            },
+            status: None,
+        };
+        self.requests()
+            .create(&PostParams::default(), &request)
+            .await
+            .map(|_| ())
+            .map_err(|e| Failure::other(format!("creating ProvisioningRequest {name}: {e}")))
+    }
+
+    pub async fn delete_request(&self, name: &str) -> Result<(), Failure> {
+        self.requests()
+            .delete(name, &Default::default())
+            .await
+            .map(|_| ())
+            .map_err(|e| Failure::other(format!("deleting ProvisioningRequest {name}: {e}")))
+    }
+
+    /// Waits until `done` holds for the request (or its absence), within `timeout`. On timeout
+    /// the failure says `what` was awaited, naming `rule` if one is broken by the wait.
+    pub async fn wait_for(
+        &self,
+        name: &str,
+        timeout: Duration,
+        what: &str,
+        rule: Option<&'static str>,
+        done: impl Fn(Option<&ProvisioningRequest>) -> bool + Send + 'static,
+    ) -> Result<(), Failure> {
+        let wait = await_condition(self.requests(), name, done);
+        match tokio::time::timeout(timeout, wait).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(Failure::other(format!("watching {name}: {e}"))),
+            Err(_) => Err(Failure {
+                rule,
+                message: format!(
+                    "request {name}: {what} did not happen within {}",
+                    api::config::GoDuration(timeout)
+                ),
+            }),
+        }
+    }
+
+    /// Waits until the request is `Provisioned=True`: a request for pods that fit must get there.
+    pub async fn provisioned(&self, name: &str) -> Result<(), Failure> {
+        self.wait_for(
+            name,
+            self.options.timeouts.provisioned.get(),
+            "Provisioned=True",
+            Some(api::contract::FITTING_REQUESTS_PROVISIONED),
+            |r| is_true(r, api::constants::provreq_condition::PROVISIONED),
+        )
+        .await
+    }
+
+    /// Lets `window` pass (virtual time in the embedded run).
+    pub async fn hold(&self, window: Duration) {
+        tokio::time::sleep(window).await;
+    }
+
+    /// Every status version of a request seen so far.
+    pub fn seen(&self, name: &str) -> Vec<Seen> {
+        self.monitor.histories().remove(name).unwrap_or_default()
+    }
+
+    /// The cluster's Nodes, by name.
+    pub async fn nodes(&self) -> Result<Vec<String>, Failure> {
+        Api::<Node>::all(self.client.clone())
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items.iter().map(|n| n.name_any()).collect())
+            .map_err(|e| Failure::other(format!("listing Nodes: {e}")))
+    }
+
+    /// The request's parameters with the suite's extra ones (for tests that need to know).
+    pub fn parameters(&self) -> BTreeMap<String, String> {
+        self.options.parameters.clone()
+    }
+}
+
+/// Whether a condition of the request is True.
+pub fn is_true(request: Option<&ProvisioningRequest>, type_: &str) -> bool {
+    condition(request, type_).is_some_and(|c| c.status == "True")
+}
+
+/// A condition of the request, if it has it.
+pub fn condition<'a>(
+    request: Option<&'a ProvisioningRequest>,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    request?
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+}

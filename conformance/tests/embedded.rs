@@ -1,0 +1,109 @@
+//! The suite checks itself: the fake autoscaler's reference classes pass every profile, and every
+//! broken variant is caught by a test that names the rule it breaks.
+
+use conformance::embedded::{self, ReferenceClass};
+use conformance::report::ConformanceReport;
+use conformance::runner::{Outcome, Selection};
+use fake_autoscaler::Broken;
+use rstest::rstest;
+
+#[rstest]
+#[case::check_capacity(ReferenceClass::CheckCapacity)]
+#[case::atomic_scale_up(ReferenceClass::AtomicScaleUp)]
+#[case::queued(ReferenceClass::Queued)]
+fn the_reference_classes_pass_every_profile(#[case] class: ReferenceClass) {
+    let options = class.options();
+    let results = embedded::runtime()
+        .expect("runtime")
+        .block_on(embedded::run(&options, None, &Selection::default(), |_| {}))
+        .expect("run");
+    let report = ConformanceReport::new(
+        &options,
+        &results,
+        "2026-01-01".into(),
+        "embedded",
+        String::new(),
+    );
+    assert!(report.passed(), "{}", report.to_yaml());
+    assert_eq!(
+        report.profiles[0].statistics.passed, 6,
+        "every core test ran"
+    );
+}
+
+#[test]
+fn every_broken_variant_is_caught_naming_its_rule() {
+    for variant in Broken::ALL {
+        let caught = embedded::runtime()
+            .expect("runtime")
+            .block_on(embedded::catch(variant))
+            .expect("run");
+        let (_, test) = caught.unwrap_or_else(|| panic!("{} was not caught", variant.name()));
+        let Outcome::Failed(failure) = &test.outcome else {
+            panic!("not a failure")
+        };
+        assert!(
+            failure.to_string().contains(variant.rule()),
+            "{}: {}: {failure}",
+            variant.name(),
+            test.name
+        );
+        assert!(
+            test.diagnostics.is_some(),
+            "a failed test leaves a diagnostic bundle"
+        );
+    }
+}
+
+#[test]
+fn a_run_of_one_test_is_partial_not_a_success() {
+    let options = ReferenceClass::CheckCapacity.options();
+    let selection = Selection {
+        run_tests: vec!["spec-immutable".into()],
+        ..Selection::default()
+    };
+    let results = embedded::runtime()
+        .expect("runtime")
+        .block_on(embedded::run(&options, None, &selection, |_| {}))
+        .expect("run");
+    let report = ConformanceReport::new(
+        &options,
+        &results,
+        "2026-01-01".into(),
+        "embedded",
+        String::new(),
+    );
+    assert_eq!(report.profiles[0].result, "partial");
+    assert_eq!(report.profiles[0].statistics.passed, 1);
+    assert!(!report.passed());
+}
+
+#[test]
+fn the_example_options_file_is_complete() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("options.example.yaml");
+    let options = conformance::options::Options::load(&path).expect("loads");
+    options.check().expect("complete");
+    assert_eq!(
+        options.timeouts,
+        conformance::options::Timeouts::default(),
+        "the example shows the defaults"
+    );
+}
+
+#[test]
+fn options_errors_name_the_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("o.yaml");
+    std::fs::write(&path, "className: x\ntimeouts: {provisioned: soon}\n").expect("write");
+    let err = conformance::options::Options::load(&path)
+        .expect_err("bad")
+        .to_string();
+    assert!(
+        err.contains("timeouts.provisioned") || err.contains("invalid duration"),
+        "{err}"
+    );
+    std::fs::write(&path, "className: x\n").expect("write");
+    let options = conformance::options::Options::load(&path).expect("loads");
+    let err = options.check().expect_err("incomplete");
+    assert!(err.starts_with("podTemplates.fits:"), "{err}");
+}
