@@ -20,6 +20,8 @@ pub const NO_PARTIAL_CAPACITY: &str = "an atomic class leaves no partial capacit
 pub const DELETION_CANCELS: &str = "deleting a request cancels it and frees its capacity";
 /// A request that was `Failed=True` and later is not.
 pub const FAILED_IS_TERMINAL: &str = "Failed=True is terminal";
+/// A request that was `CapacityRevoked=True` and later is not.
+pub const REVOKED_IS_TERMINAL: &str = "CapacityRevoked=True is terminal";
 /// A reason such as `capacity_found`.
 pub const REASONS_ARE_CAMEL_CASE: &str = "condition reasons are CamelCase";
 /// A request provisioned although its PodTemplates do not exist.

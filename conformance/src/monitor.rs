@@ -10,6 +10,7 @@ use api::contract as rule;
 use futures::StreamExt;
 use jiff::Timestamp;
 use kube::api::Api;
+use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, ResourceExt};
 
@@ -32,40 +33,79 @@ pub struct Violation {
 
 /// Watches a namespace's requests for the length of a test.
 pub struct Monitor {
-    histories: Arc<Mutex<Histories>>,
+    state: Arc<Mutex<State>>,
     task: tokio::task::JoinHandle<()>,
 }
 
+#[derive(Default)]
+struct State {
+    histories: Histories,
+    /// The last resourceVersion seen of each request, to know when the watch has caught up.
+    versions: BTreeMap<String, String>,
+    /// The last watch error, if the watch failed (a history may then be incomplete).
+    error: Option<String>,
+}
+
 impl Monitor {
-    pub fn start(client: Client, namespace: &str, clock: controller::Clock) -> Monitor {
-        let histories: Arc<Mutex<Histories>> = Arc::default();
-        let sink = histories.clone();
+    /// Starts watching, and returns once the watch has listed the namespace (or failed to).
+    pub async fn start(client: Client, namespace: &str, clock: controller::Clock) -> Monitor {
+        let state: Arc<Mutex<State>> = Arc::default();
+        let sink = state.clone();
         let api: Api<ProvisioningRequest> = Api::namespaced(client, namespace);
+        let (ready, listed) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
-            let mut events = watcher::watcher(api, watcher::Config::default()).boxed();
+            let mut ready = Some(ready);
+            let mut events = watcher::watcher(api, watcher::Config::default())
+                .default_backoff()
+                .boxed();
             while let Some(event) = events.next().await {
-                let (Ok(Event::Apply(r)) | Ok(Event::InitApply(r))) = event else {
-                    continue;
-                };
-                let status = r.status.clone().unwrap_or_default();
-                let mut h = sink.lock().unwrap_or_else(|e| e.into_inner());
-                let seen = h.entry(r.name_any()).or_default();
-                if seen.last().is_none_or(|last| last.status != status) {
-                    seen.push(Seen {
-                        at: clock.now(),
-                        status,
-                    });
+                let mut state = sink.lock().unwrap_or_else(|e| e.into_inner());
+                match event {
+                    Ok(Event::Apply(r)) | Ok(Event::InitApply(r)) => {
+                        let status = r.status.clone().unwrap_or_default();
+                        let name = r.name_any();
+                        if let Some(rv) = r.resource_version() {
+                            state.versions.insert(name.clone(), rv);
+                        }
+                        let seen = state.histories.entry(name).or_default();
+                        if seen.last().is_none_or(|last| last.status != status) {
+                            seen.push(Seen {
+                                at: clock.now(),
+                                status,
+                            });
+                        }
+                    }
+                    Ok(Event::InitDone) => {
+                        if let Some(ready) = ready.take() {
+                            let _ = ready.send(());
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => state.error = Some(e.to_string()),
                 }
             }
         });
-        Monitor { histories, task }
+        // A watch that cannot list says so through `error`; the test goes on either way.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(30), listed).await;
+        Monitor { state, task }
     }
 
     pub fn histories(&self) -> Histories {
-        self.histories
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.lock().histories.clone()
+    }
+
+    /// The last watch error, if any.
+    pub fn error(&self) -> Option<String> {
+        self.lock().error.clone()
+    }
+
+    /// Whether the watch has seen this resourceVersion of the request (or a later one).
+    pub fn has_seen(&self, name: &str, resource_version: &str) -> bool {
+        self.lock().versions.get(name).map(String::as_str) == Some(resource_version)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -79,7 +119,8 @@ impl Drop for Monitor {
 pub fn check(name: &str, history: &[Seen]) -> Option<Violation> {
     let mut provisioned_before = false;
     let mut failed_before = false;
-    let mut previous: Option<&ProvisioningRequestStatus> = None;
+    let mut revoked_before = false;
+    let mut previous: Option<(&Timestamp, &ProvisioningRequestStatus)> = None;
     for seen in history {
         let conditions = &seen.status.conditions;
         let is = |t: &str| {
@@ -106,11 +147,25 @@ pub fn check(name: &str, history: &[Seen]) -> Option<Violation> {
                     format!("{} has reason {:?}", c.type_, c.reason),
                 );
             }
-            let before = previous.and_then(|p| p.conditions.iter().find(|o| o.type_ == c.type_));
-            if let Some(before) = before
-                && before.status != c.status
-                && before.last_transition_time == c.last_transition_time
-            {
+            let before = previous.and_then(|(at, p)| {
+                p.conditions
+                    .iter()
+                    .find(|o| o.type_ == c.type_)
+                    .map(|o| (at, o))
+            });
+            // Times have whole seconds: a change within the same second may keep its time. One
+            // that keeps it across sightings seconds apart, or goes back, is stale.
+            let stale = |(at, before): (
+                &Timestamp,
+                &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+            )| {
+                before.status != c.status
+                    && (c.last_transition_time.0 < before.last_transition_time.0
+                        || (c.last_transition_time == before.last_transition_time
+                            && seen.at.duration_since(*at) >= jiff::SignedDuration::from_secs(2)))
+            };
+            if let Some(before) = before.filter(|b| stale(*b)) {
+                let before = before.1;
                 return violation(
                     rule::TRANSITION_TIME_MOVES,
                     format!(
@@ -140,7 +195,14 @@ pub fn check(name: &str, history: &[Seen]) -> Option<Violation> {
             );
         }
         failed_before |= is(cond::FAILED);
-        previous = Some(&seen.status);
+        if revoked_before && !is(cond::CAPACITY_REVOKED) {
+            return violation(
+                rule::REVOKED_IS_TERMINAL,
+                "CapacityRevoked=True before, no longer now".into(),
+            );
+        }
+        revoked_before |= is(cond::CAPACITY_REVOKED);
+        previous = Some((&seen.at, &seen.status));
     }
     None
 }

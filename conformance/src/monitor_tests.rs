@@ -22,17 +22,32 @@ fn c(spec: &str) -> Condition {
     }
 }
 
-/// One string per version: its conditions, comma-separated.
+/// One string per version: its conditions, comma-separated. Versions are seen a minute apart,
+/// except one starting with `~ `, seen half a second after the one before.
 fn history(versions: &[&str]) -> Vec<Seen> {
+    let mut at = Timestamp::UNIX_EPOCH;
     versions
         .iter()
         .enumerate()
-        .map(|(i, conditions)| Seen {
-            at: Timestamp::from_second(i as i64).expect("time"),
-            status: ProvisioningRequestStatus {
-                conditions: conditions.split(", ").map(c).collect(),
-                provisioning_class_details: Default::default(),
-            },
+        .map(|(i, conditions)| {
+            let (soon, conditions) = match conditions.strip_prefix("~ ") {
+                Some(rest) => (true, rest),
+                None => (false, *conditions),
+            };
+            if i > 0 {
+                at += if soon {
+                    jiff::SignedDuration::from_millis(500)
+                } else {
+                    jiff::SignedDuration::from_secs(60)
+                };
+            }
+            Seen {
+                at,
+                status: ProvisioningRequestStatus {
+                    conditions: conditions.split(", ").map(c).collect(),
+                    provisioning_class_details: Default::default(),
+                },
+            }
         })
         .collect()
 }
@@ -76,6 +91,18 @@ fn history(versions: &[&str]) -> Vec<Seen> {
 #[case::failed_then_not(
     &["Failed=True/FailedToCreatePods@0", "Failed=False/CapacityIsFound@60, Provisioned=True/CapacityIsFound@60"],
     Some(rule::FAILED_IS_TERMINAL)
+)]
+#[case::revoked_then_not(
+    &["Provisioned=True/Provisioned@0, CapacityRevoked=True/MaxRunDurationExceeded@60", "Provisioned=True/Provisioned@0, CapacityRevoked=False/Restored@120"],
+    Some(rule::REVOKED_IS_TERMINAL)
+)]
+#[case::a_change_within_the_same_second_keeps_its_time(
+    &["Accepted=False/NotAccepted@0", "~ Accepted=True/SuccessfullyQueued@0"],
+    None
+)]
+#[case::time_going_back(
+    &["Provisioned=False/CapacityIsNotFound@60", "Provisioned=True/CapacityIsFound@30"],
+    Some(rule::TRANSITION_TIME_MOVES)
 )]
 #[case::snake_case(&["Accepted=True/accepted@0"], Some(rule::REASONS_ARE_CAMEL_CASE))]
 #[case::punctuated(&["Accepted=True/Was-Accepted@0"], Some(rule::REASONS_ARE_CAMEL_CASE))]

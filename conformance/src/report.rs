@@ -182,9 +182,13 @@ pub fn junit(results: &[TestResult], class: &str) -> String {
                 Outcome::Failed(f) => {
                     let _ = writeln!(
                         xml,
-                        ">\n      <failure message=\"{}\"/>\n    </testcase>",
+                        ">\n      <failure message=\"{}\"/>",
                         escape(&f.to_string())
                     );
+                    if let Some(d) = &r.diagnostics {
+                        let _ = writeln!(xml, "      <system-out>{}</system-out>", escape(d));
+                    }
+                    xml.push_str("    </testcase>\n");
                 }
                 Outcome::Skipped { reason, .. } => {
                     let _ = writeln!(
@@ -201,11 +205,24 @@ pub fn junit(results: &[TestResult], class: &str) -> String {
     xml
 }
 
+/// Text as an XML attribute or element: markup escaped, line breaks kept as character
+/// references, and characters XML 1.0 cannot hold dropped.
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' => out.push_str("&#9;"),
+            c if (c as u32) < 0x20 => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The terminal summary: one line per test, then one per profile.
@@ -236,4 +253,17 @@ pub fn summary(report: &ConformanceReport, results: &[TestResult]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xml_text_keeps_lines_and_drops_what_xml_cannot_hold() {
+        assert_eq!(
+            escape("a <b> & \"c\"\nd\u{1}e"),
+            "a &lt;b&gt; &amp; &quot;c&quot;&#10;de"
+        );
+    }
 }

@@ -2,7 +2,10 @@
 //! checks the contract's rules on every request version the test caused, and collects a
 //! diagnostic bundle when a test fails.
 
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
+
+use futures::FutureExt;
 
 use api::autoscaling::ProvisioningRequest;
 use k8s_openapi::api::core::v1::{Event, Namespace, Node, PodTemplate};
@@ -25,7 +28,13 @@ pub struct Selection {
     pub fail_fast: bool,
     /// Leave each test's namespace behind.
     pub no_cleanup: bool,
+    /// This run's name: in its namespaces' names and their `tollgate.dev/conformance-run` label,
+    /// so that two runs never collide and an interrupted run cleans up only its own.
+    pub run_id: String,
 }
+
+/// The label on every namespace (and cluster-scoped object) a run creates.
+pub const RUN_LABEL: &str = "tollgate.dev/conformance-run";
 
 /// How a test ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,27 +67,26 @@ pub fn plan(options: &Options, selection: &Selection) -> Vec<(TestCase, Option<O
     suite::all()
         .into_iter()
         .map(|test| {
-            let skip = if !selection.run_tests.is_empty()
-                && !selection.run_tests.iter().any(|t| t == test.name)
-            {
-                Some(skipped("not selected by --run-test", false))
-            } else if selection.skip_tests.iter().any(|t| t == test.name) {
-                Some(skipped("skipped by --skip-tests", false))
+            // An unclaimed feature first: such a test is never a gap, whatever else selects it.
+            let unclaimed = test.features.iter().find(|f| !options.claims(**f));
+            let skip = if let Some(f) = unclaimed {
+                Some(skipped(
+                    &format!("the class does not claim feature {}", f.name()),
+                    true,
+                ))
             } else if test.profile == Profile::Kueue && !options.kueue {
                 Some(skipped(
                     "the kueue profile was not asked for (--kueue)",
                     true,
                 ))
+            } else if !selection.run_tests.is_empty()
+                && !selection.run_tests.iter().any(|t| t == test.name)
+            {
+                Some(skipped("not selected by --run-test", false))
+            } else if selection.skip_tests.iter().any(|t| t == test.name) {
+                Some(skipped("skipped by --skip-tests", false))
             } else {
-                test.features
-                    .iter()
-                    .find(|f| !options.claims(**f))
-                    .map(|f| {
-                        skipped(
-                            &format!("the class does not claim feature {}", f.name()),
-                            true,
-                        )
-                    })
+                None
             };
             (test, skip)
         })
@@ -135,7 +143,12 @@ async fn run_one(
     index: usize,
 ) -> TestResult {
     let started = tokio::time::Instant::now();
-    let namespace = format!("conformance-{index:02}-{}", test.name);
+    let run = if selection.run_id.is_empty() {
+        "run"
+    } else {
+        selection.run_id.as_str()
+    };
+    let namespace = format!("conformance-{run}-{index:02}-{}", test.name);
     let mut result = TestResult {
         name: test.name,
         description: test.description,
@@ -144,7 +157,7 @@ async fn run_one(
         took: Duration::ZERO,
         diagnostics: None,
     };
-    if let Err(e) = create_namespace(client, &namespace).await {
+    if let Err(e) = create_namespace(client, &namespace, run).await {
         result.outcome = Outcome::Failed(Failure::other(format!(
             "creating namespace {namespace}: {e}"
         )));
@@ -154,20 +167,35 @@ async fn run_one(
         client: client.clone(),
         options: options.clone(),
         namespace: namespace.clone(),
+        run_id: run.to_string(),
         clock,
-        monitor: Monitor::start(client.clone(), &namespace, clock),
+        monitor: Monitor::start(client.clone(), &namespace, clock).await,
     };
-    let ran = (test.run)(&ctx).await;
-    // Let the watch deliver what the last writes caused before judging the histories.
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    // A test that panics is a failure like any other, and its namespace is still deleted.
+    let ran = match AssertUnwindSafe((test.run)(&ctx)).catch_unwind().await {
+        Ok(ran) => ran,
+        Err(panic) => Err(Failure::other(format!(
+            "the test panicked: {}",
+            panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("(no message)")
+        ))),
+    };
+    caught_up(client, &namespace, &ctx.monitor).await;
     let histories = ctx.monitor.histories();
     let broken = histories
         .iter()
         .find_map(|(name, h)| monitor::check(name, h));
-    result.outcome = match (broken, ran) {
-        (Some(v), _) => Outcome::Failed(Failure::rule(v.rule, v.detail)),
-        (None, Err(f)) => Outcome::Failed(f),
-        (None, Ok(())) => Outcome::Passed,
+    result.outcome = match (broken, ran, ctx.monitor.error()) {
+        (Some(v), _, _) => Outcome::Failed(Failure::rule(v.rule, v.detail)),
+        (None, Err(f), _) => Outcome::Failed(f),
+        // Without every version, the rules were not checked: not a pass.
+        (None, Ok(()), Some(e)) => Outcome::Failed(Failure::other(format!(
+            "watching the test's requests failed, so the contract could not be checked: {e}"
+        ))),
+        (None, Ok(()), None) => Outcome::Passed,
     };
     if matches!(result.outcome, Outcome::Failed(_)) {
         result.diagnostics = Some(diagnostics(client, &namespace, &histories).await);
@@ -175,19 +203,44 @@ async fn run_one(
     drop(ctx);
     if !selection.no_cleanup
         && let Err(e) = delete_namespace(client, &namespace, options).await
-        && result.outcome == Outcome::Passed
     {
-        result.outcome = Outcome::Failed(Failure::other(e));
+        result.outcome = match result.outcome {
+            Outcome::Failed(mut f) => {
+                f.message = format!("{}; and cleaning up: {e}", f.message);
+                Outcome::Failed(f)
+            }
+            _ => Outcome::Failed(Failure::other(e)),
+        };
     }
     result.took = started.elapsed();
     result
 }
 
-async fn create_namespace(client: &Client, name: &str) -> Result<(), kube::Error> {
+/// Waits (up to 10 s) until the monitor has seen the current version of every request, so that
+/// what the test's last writes caused is judged too.
+async fn caught_up(client: &Client, namespace: &str, monitor: &Monitor) {
+    let api: Api<ProvisioningRequest> = Api::namespaced(client.clone(), namespace);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let Ok(list) = api.list(&ListParams::default()).await else {
+            return;
+        };
+        let behind = list.items.iter().any(|r| {
+            r.resource_version()
+                .is_some_and(|rv| !monitor.has_seen(&r.name_any(), &rv))
+        });
+        if !behind || tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn create_namespace(client: &Client, name: &str, run: &str) -> Result<(), kube::Error> {
     let ns = Namespace {
         metadata: ObjectMeta {
             name: Some(name.into()),
-            labels: Some([("tollgate.dev/conformance".to_string(), "true".to_string())].into()),
+            labels: Some([(RUN_LABEL.to_string(), run.to_string())].into()),
             ..ObjectMeta::default()
         },
         ..Namespace::default()

@@ -30,6 +30,30 @@ struct Args {
     /// The provisioning class to test (overrides className).
     #[arg(long = "class")]
     class_name: Option<String>,
+    /// A request parameter, `KEY=VALUE` (repeatable; added to the file's).
+    #[arg(long = "parameter", value_name = "KEY=VALUE")]
+    parameters: Vec<String>,
+    /// The pods that fit once: a YAML file `{count, template}` (replaces the file's).
+    #[arg(long, value_name = "FILE")]
+    fits: Option<PathBuf>,
+    /// The pods that never fit: a YAML file `{count, template}` (replaces the file's).
+    #[arg(long, value_name = "FILE")]
+    does_not_fit: Option<PathBuf>,
+    /// The implementation's organization, for the report.
+    #[arg(long)]
+    organization: Option<String>,
+    /// The implementation's project name, for the report.
+    #[arg(long)]
+    project: Option<String>,
+    /// The implementation's version, for the report.
+    #[arg(long)]
+    implementation_version: Option<String>,
+    /// The implementation's URL, for the report.
+    #[arg(long)]
+    url: Option<String>,
+    /// A contact for the implementation (repeatable; replaces the file's).
+    #[arg(long = "contact")]
+    contacts: Vec<String>,
     /// A feature the class claims (repeatable; replaces the file's list).
     #[arg(long = "feature", value_name = "NAME")]
     features: Vec<String>,
@@ -85,13 +109,20 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<bool> {
+    let cluster = args.kubeconfig.is_some() || args.options.is_some() || args.context.is_some();
     let selection = Selection {
         run_tests: args.run_tests.clone(),
         skip_tests: args.skip_tests.clone(),
         fail_fast: args.fail_fast,
         no_cleanup: args.no_cleanup,
+        // Embedded worlds are fresh; on a cluster, a name of its own per run.
+        run_id: if cluster {
+            format!("{:x}", jiff::Timestamp::now().as_millisecond() % 0xf_ffff)
+        } else {
+            "run".into()
+        },
     };
-    if args.kubeconfig.is_some() || args.options.is_some() {
+    if cluster {
         return run_cluster(&args, &selection);
     }
     if args.mutants {
@@ -155,9 +186,11 @@ fn run_cluster(args: &Args, selection: &Selection) -> anyhow::Result<bool> {
         tokio::select! {
             results = run => Ok::<_, anyhow::Error>(results),
             _ = tokio::signal::ctrl_c() => {
-                // Dropping the run stops its test; its namespace is the only thing left.
-                eprintln!("interrupted: deleting the suite's namespaces");
-                cleanup_interrupted(&client, &options).await;
+                // Dropping the run stops its test; what it made carries this run's label.
+                if !selection.no_cleanup {
+                    eprintln!("interrupted: deleting what this run made");
+                    cleanup_interrupted(&client, &options, &selection.run_id).await;
+                }
                 anyhow::bail!("interrupted")
             }
         }
@@ -171,10 +204,12 @@ fn run_cluster(args: &Args, selection: &Selection) -> anyhow::Result<bool> {
     publish(&options, &results, "cluster", reproduce, &args.report_dir)
 }
 
-/// Deletes every namespace the suite made (they carry its label).
-async fn cleanup_interrupted(client: &kube::Client, options: &Options) {
+/// Deletes the namespaces and cluster-scoped Kueue objects this run made (they carry its label).
+async fn cleanup_interrupted(client: &kube::Client, options: &Options, run_id: &str) {
+    let selector = format!("{}={run_id}", conformance::runner::RUN_LABEL);
+    conformance::suite::release_labelled(client, &selector).await;
     let api: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(client.clone());
-    let lp = kube::api::ListParams::default().labels("tollgate.dev/conformance=true");
+    let lp = kube::api::ListParams::default().labels(&selector);
     if let Ok(list) = api.list(&lp).await {
         for ns in list.items {
             if let Some(name) = ns.metadata.name {
@@ -192,6 +227,37 @@ fn apply_flags(options: &mut Options, args: &Args) -> anyhow::Result<()> {
         options.context = Some(context.clone());
     }
     options.kueue |= args.kueue;
+    for p in &args.parameters {
+        let (k, v) = p
+            .split_once('=')
+            .with_context(|| format!("--parameter {p}: write KEY=VALUE"))?;
+        options.parameters.insert(k.to_string(), v.to_string());
+    }
+    let pods = |path: &Path| -> anyhow::Result<conformance::options::Pods> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        serde_yaml::from_str(&text).with_context(|| format!("{}", path.display()))
+    };
+    if let Some(path) = &args.fits {
+        options.pod_templates.fits = pods(path)?;
+    }
+    if let Some(path) = &args.does_not_fit {
+        options.pod_templates.does_not_fit = pods(path)?;
+    }
+    let implementation = &mut options.implementation;
+    for (flag, slot) in [
+        (&args.organization, &mut implementation.organization),
+        (&args.project, &mut implementation.project),
+        (&args.implementation_version, &mut implementation.version),
+        (&args.url, &mut implementation.url),
+    ] {
+        if let Some(value) = flag {
+            *slot = value.clone();
+        }
+    }
+    if !args.contacts.is_empty() {
+        implementation.contact = args.contacts.clone();
+    }
     if !args.features.is_empty() {
         options.features = args
             .features

@@ -79,6 +79,9 @@ async fn no_retry_fails(ctx: &Ctx) -> Result<(), Failure> {
         &[(provisioning_class::PARAMETER_NO_RETRY, "true")],
     )
     .await?;
+    // The same request without noRetry must keep trying, or Failed proves nothing.
+    ctx.request("control", "pods", Which::DoesNotFit, &[])
+        .await?;
     ctx.wait_for(
         "once",
         ctx.options.timeouts.progress.get(),
@@ -89,6 +92,12 @@ async fn no_retry_fails(ctx: &Ctx) -> Result<(), Failure> {
     .await?;
     // Still failed after a while (the monitor checks that Failed stays).
     ctx.hold(ctx.options.timeouts.hold.get()).await;
+    let control = ctx.get("control").await?;
+    if is_true(Some(&control), cond::FAILED) {
+        return Err(Failure::other(
+            "request control, without noRetry, failed too: the class does not retry at all",
+        ));
+    }
     Ok(())
 }
 
@@ -138,7 +147,15 @@ async fn booking_expires(ctx: &Ctx) -> Result<(), Failure> {
         None,
         |r| is_true(r, cond::BOOKING_EXPIRED),
     )
-    .await
+    .await?;
+    let provisioned = ctx.changed_at("booked", cond::PROVISIONED).await?;
+    let expired = ctx.changed_at("booked", cond::BOOKING_EXPIRED).await?;
+    match (provisioned, expired) {
+        (Some(p), Some(e)) if e > p => Ok(()),
+        _ => Err(Failure::other(
+            "request booked: the booking expired as soon as it was provisioned: nothing was booked",
+        )),
+    }
 }
 
 async fn old_requests_collected(ctx: &Ctx) -> Result<(), Failure> {
@@ -177,9 +194,10 @@ async fn booking_consumed(ctx: &Ctx) -> Result<(), Failure> {
         .create(&Default::default(), &job)
         .await
         .map_err(|e| Failure::other(format!("creating the consuming Job: {e}")))?;
+    // Sooner than a booking runs out on its own (upstream: 10 minutes).
     ctx.wait_for(
         "consumed",
-        ctx.options.timeouts.provisioned.get(),
+        ctx.options.timeouts.progress.get(),
         "BookingExpired=True once the consuming pods run",
         None,
         |r| is_true(r, cond::BOOKING_EXPIRED),
@@ -223,7 +241,17 @@ async fn valid_until_seconds(ctx: &Ctx) -> Result<(), Failure> {
         None,
         |r| is_true(r, cond::FAILED),
     )
-    .await
+    .await?;
+    let request = ctx.get("expires").await?;
+    let created = request.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let failed = condition(Some(&request), cond::FAILED).map(|c| c.last_transition_time.0);
+    match (created, failed) {
+        // Whole seconds on both sides: allow one.
+        (Some(c), Some(f)) if f.duration_since(c) >= jiff::SignedDuration::from_secs(59) => Ok(()),
+        _ => Err(Failure::other(format!(
+            "request expires failed before its ValidUntilSeconds (60) had passed: created {created:?}, failed {failed:?}"
+        ))),
+    }
 }
 
 async fn class_details(ctx: &Ctx) -> Result<(), Failure> {

@@ -80,14 +80,15 @@ async fn setup(ctx: &Ctx, name: &str) -> Result<(), Failure> {
         .iter()
         .map(|r| json!({"name": r, "nominalQuota": "1Pi"}))
         .collect();
+    let labels = json!({crate::runner::RUN_LABEL: ctx.run_id});
     create::<ResourceFlavor>(
         Api::all(ctx.client.clone()),
-        json!({"metadata": {"name": name}, "spec": {}}),
+        json!({"metadata": {"name": name, "labels": labels}, "spec": {}}),
     )
     .await?;
     create::<ProvisioningRequestConfig>(
         Api::all(ctx.client.clone()),
-        json!({"metadata": {"name": name}, "spec": {
+        json!({"metadata": {"name": name, "labels": labels}, "spec": {
             "provisioningClassName": ctx.options.class_name,
             "parameters": ctx.options.parameters,
         }}),
@@ -95,7 +96,7 @@ async fn setup(ctx: &Ctx, name: &str) -> Result<(), Failure> {
     .await?;
     create::<AdmissionCheck>(
         Api::all(ctx.client.clone()),
-        json!({"metadata": {"name": name}, "spec": {
+        json!({"metadata": {"name": name, "labels": labels}, "spec": {
             "controllerName": api::constants::controller_name::PROVISIONING_REQUEST,
             "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": name},
         }}),
@@ -103,7 +104,7 @@ async fn setup(ctx: &Ctx, name: &str) -> Result<(), Failure> {
     .await?;
     create::<ClusterQueue>(
         Api::all(ctx.client.clone()),
-        json!({"metadata": {"name": name}, "spec": {
+        json!({"metadata": {"name": name, "labels": labels}, "spec": {
             "namespaceSelector": {},
             "admissionChecksStrategy": {"admissionChecks": [{"name": name}]},
             "resourceGroups": [{"coveredResources": resources, "flavors": [{"name": name, "resources": quota}]}],
@@ -255,17 +256,70 @@ async fn teardown(ctx: &Ctx, name: &str) -> Result<(), Failure> {
         }
     })
     .await;
-    gone::<LocalQueue>(
-        Api::namespaced(ctx.client.clone(), &ctx.namespace),
-        "main",
-        timeout,
-    )
-    .await?;
-    gone::<ClusterQueue>(Api::all(ctx.client.clone()), name, timeout).await?;
-    gone::<AdmissionCheck>(Api::all(ctx.client.clone()), name, timeout).await?;
-    gone::<ProvisioningRequestConfig>(Api::all(ctx.client.clone()), name, timeout).await?;
-    gone::<ResourceFlavor>(Api::all(ctx.client.clone()), name, timeout).await?;
-    Ok(())
+    // Try every one, so that one slow deletion leaks nothing else; report the first failure.
+    let results = [
+        gone::<LocalQueue>(
+            Api::namespaced(ctx.client.clone(), &ctx.namespace),
+            "main",
+            timeout,
+        )
+        .await,
+        gone::<ClusterQueue>(Api::all(ctx.client.clone()), name, timeout).await,
+        gone::<AdmissionCheck>(Api::all(ctx.client.clone()), name, timeout).await,
+        gone::<ProvisioningRequestConfig>(Api::all(ctx.client.clone()), name, timeout).await,
+        gone::<ResourceFlavor>(Api::all(ctx.client.clone()), name, timeout).await,
+    ];
+    results
+        .into_iter()
+        .collect::<Result<Vec<()>, _>>()
+        .map(|_| ())
+}
+
+/// After an interrupted run, with no controller left to remove Kueue's finalizers: strips them
+/// from the Workloads in the run's namespaces and from its cluster-scoped Kueue objects, and
+/// deletes those objects. `selector` selects the run's label.
+pub async fn release_labelled(client: &kube::Client, selector: &str) {
+    let lp = ListParams::default().labels(selector);
+    let unfinalize = json!({"metadata": {"finalizers": null}});
+    let patch = kube::api::Patch::Merge(&unfinalize);
+    let pp = kube::api::PatchParams::default();
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    for ns in namespaces
+        .list(&lp)
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+    {
+        let workloads: Api<Workload> = Api::namespaced(client.clone(), &ns.name_any());
+        let listed = workloads.list(&ListParams::default()).await;
+        for wl in listed.map(|l| l.items).unwrap_or_default() {
+            let _ = workloads.patch(&wl.name_any(), &pp, &patch).await;
+        }
+    }
+    release::<ClusterQueue>(client, &lp, &pp, &patch).await;
+    release::<AdmissionCheck>(client, &lp, &pp, &patch).await;
+    release::<ProvisioningRequestConfig>(client, &lp, &pp, &patch).await;
+    release::<ResourceFlavor>(client, &lp, &pp, &patch).await;
+}
+
+async fn release<K>(
+    client: &kube::Client,
+    lp: &ListParams,
+    pp: &kube::api::PatchParams,
+    patch: &kube::api::Patch<&serde_json::Value>,
+) where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::ClusterResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = Api::all(client.clone());
+    for object in api.list(lp).await.map(|l| l.items).unwrap_or_default() {
+        let _ = api.patch(&object.name_any(), pp, patch).await;
+        let _ = api
+            .delete(&object.name_any(), &DeleteParams::default())
+            .await;
+    }
 }
 
 async fn gone<K>(api: Api<K>, name: &str, timeout: Duration) -> Result<(), Failure>

@@ -58,7 +58,7 @@ pub struct TestCase {
 /// pods, no Nodes added yet. They run first, so that a class that holds on to capacity (or adds
 /// partial capacity) is caught by the test about that rule, not by a later test that merely
 /// finds no room.
-const CLEAN_CLUSTER_FIRST: [&str; 2] = ["deletion-frees-capacity", "no-partial-capacity"];
+const CLEAN_CLUSTER_FIRST: [&str; 2] = ["no-partial-capacity", "deletion-frees-capacity"];
 
 /// Every test, in the order they run: those needing a clean cluster, then core, extended, kueue.
 pub fn all() -> Vec<TestCase> {
@@ -111,6 +111,8 @@ pub struct Ctx {
     pub client: Client,
     pub options: Options,
     pub namespace: String,
+    /// The run's label value ([`crate::runner::RUN_LABEL`]), for objects made outside the namespace.
+    pub run_id: String,
     pub clock: controller::Clock,
     pub monitor: Monitor,
 }
@@ -231,6 +233,24 @@ impl Ctx {
         .await
     }
 
+    /// The request as it is now.
+    pub async fn get(&self, name: &str) -> Result<ProvisioningRequest, Failure> {
+        self.requests()
+            .get(name)
+            .await
+            .map_err(|e| Failure::other(format!("reading ProvisioningRequest {name}: {e}")))
+    }
+
+    /// When a condition of the request last changed, if it has it.
+    pub async fn changed_at(
+        &self,
+        name: &str,
+        type_: &str,
+    ) -> Result<Option<jiff::Timestamp>, Failure> {
+        let request = self.get(name).await?;
+        Ok(condition(Some(&request), type_).map(|c| c.last_transition_time.0))
+    }
+
     /// Lets `window` pass (virtual time in the embedded run).
     pub async fn hold(&self, window: Duration) {
         tokio::time::sleep(window).await;
@@ -255,6 +275,8 @@ impl Ctx {
         self.options.parameters.clone()
     }
 }
+
+pub use kueue::release_labelled;
 
 /// Whether a condition of the request is True.
 pub fn is_true(request: Option<&ProvisioningRequest>, type_: &str) -> bool {
