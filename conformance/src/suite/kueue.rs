@@ -184,24 +184,21 @@ async fn check(ctx: &Ctx, name: &str) -> Result<(), Failure> {
         .map(|c| c.last_transition_time.0)
         .ok_or_else(|| Failure::other("the Job started but its Workload is not Admitted"))?;
     let request = format!("{}-{name}-1", workload.name_any());
-    let provisioned_at = ctx
-        .seen(&request)
-        .iter()
-        .find(|s| {
-            s.status
-                .conditions
-                .iter()
-                .any(|c| c.type_ == cond::PROVISIONED && c.status == "True")
-        })
-        .map(|s| controller::clock::truncate_seconds(s.at))
+    // Both times are the cluster's own, in whole seconds: the request's Provisioned=True and the
+    // Workload's Admitted=True.
+    let current = ctx.get(&request).await?;
+    let provisioned_at = super::condition(Some(&current), cond::PROVISIONED)
+        .filter(|c| c.status == "True")
+        .map(|c| c.last_transition_time.0)
         .ok_or_else(|| {
             Failure::other(format!(
-                "the Workload was admitted but request {request} was never seen Provisioned=True"
+                "the Workload was admitted but request {request} is not Provisioned=True"
             ))
         })?;
     if provisioned_at > admitted_at {
         return Err(Failure::other(format!(
-            "admitted at {admitted_at}, before request {request} was Provisioned=True at {provisioned_at}"
+            "admitted at {admitted_at}, before request {request} was Provisioned=True at {provisioned_at} \
+             (is another Kueue controller running?)"
         )));
     }
     // The pods run, each tied to the request.
