@@ -190,6 +190,10 @@ async fn run_one(
         .find_map(|(name, h)| monitor::check(name, h));
     result.outcome = match (broken, ran, ctx.monitor.error()) {
         (Some(v), _, _) => Outcome::Failed(Failure::rule(v.rule, v.detail)),
+        (None, Err(f), _) if f.cannot_test => Outcome::Skipped {
+            reason: f.message,
+            unclaimed: false,
+        },
         (None, Err(f), _) => Outcome::Failed(f),
         // Without every version, the rules were not checked: not a pass.
         (None, Ok(()), Some(e)) => Outcome::Failed(Failure::other(format!(

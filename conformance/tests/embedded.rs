@@ -107,3 +107,30 @@ fn options_errors_name_the_field() {
     let err = options.check().expect_err("incomplete");
     assert!(err.starts_with("podTemplates.fits:"), "{err}");
 }
+
+#[test]
+fn pods_that_fit_twice_cannot_show_freeing_and_leave_core_partial() {
+    let mut options = ReferenceClass::CheckCapacity.options();
+    // One CPU: the 4-CPU node has room for this set several times over.
+    options.pod_templates.fits.template = serde_json::from_value(serde_json::json!({
+        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}
+    }))
+    .expect("template");
+    let selection = Selection {
+        run_tests: vec!["deletion-frees-capacity".into()],
+        ..Selection::default()
+    };
+    let results = embedded::runtime()
+        .expect("runtime")
+        .block_on(embedded::run(&options, None, &selection, |_| {}))
+        .expect("run");
+    let test = results
+        .iter()
+        .find(|r| r.name == "deletion-frees-capacity")
+        .expect("ran");
+    let Outcome::Skipped { reason, unclaimed } = &test.outcome else {
+        panic!("{:?}", test.outcome)
+    };
+    assert!(!unclaimed);
+    assert!(reason.contains("freeing cannot be seen"), "{reason}");
+}

@@ -79,6 +79,9 @@ pub fn all() -> Vec<TestCase> {
 pub struct Failure {
     pub rule: Option<&'static str>,
     pub message: String,
+    /// Not a failure of the class: the test could not check its rule with these options, and is
+    /// reported skipped (which makes its profile partial).
+    pub cannot_test: bool,
 }
 
 impl Failure {
@@ -86,6 +89,7 @@ impl Failure {
         Failure {
             rule: Some(rule),
             message: message.into(),
+            cannot_test: false,
         }
     }
 
@@ -93,6 +97,16 @@ impl Failure {
         Failure {
             rule: None,
             message: message.into(),
+            cannot_test: false,
+        }
+    }
+
+    /// The options do not let the test check its rule (see [`Failure::cannot_test`]).
+    pub fn cannot_test(why: impl Into<String>) -> Failure {
+        Failure {
+            rule: None,
+            message: why.into(),
+            cannot_test: true,
         }
     }
 }
@@ -213,6 +227,7 @@ impl Ctx {
             Ok(Err(e)) => Err(Failure::other(format!("watching {name}: {e}"))),
             Err(_) => Err(Failure {
                 rule,
+                cannot_test: false,
                 message: format!(
                     "request {name}: {what} did not happen within {}",
                     api::config::GoDuration(timeout)
