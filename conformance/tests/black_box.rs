@@ -82,6 +82,17 @@ async fn world(dir: &Path, broken: Option<&str>) -> ((FakeApiServer, TcpServer),
         cmd.args(["--broken", b]);
     }
     let child = cmd.stderr(Stdio::null()).spawn().expect("fake-autoscaler");
+    // The world is ready once the autoscaler has made its node group's minimum.
+    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(server.client());
+    let node = kube::runtime::wait::await_condition(
+        nodes,
+        "cpu-0",
+        |n: Option<&k8s_openapi::api::core::v1::Node>| n.is_some(),
+    );
+    tokio::time::timeout(std::time::Duration::from_secs(60), node)
+        .await
+        .expect("the autoscaler's first node within a minute")
+        .expect("watch");
     ((server, tcp), kubeconfig, Killed(child))
 }
 

@@ -278,10 +278,35 @@ impl Ctx {
 
     /// The cluster's Nodes, by name.
     pub async fn nodes(&self) -> Result<Vec<String>, Failure> {
+        Ok(self
+            .node_objects()
+            .await?
+            .iter()
+            .map(|n| n.name_any())
+            .collect())
+    }
+
+    /// The cluster's Nodes that could run one of `which`'s pods (by selector, affinity, taints and
+    /// allocatable resources), by name: the only Nodes a request for those pods can have added.
+    pub async fn nodes_for(&self, which: Which) -> Result<Vec<String>, Failure> {
+        let spec = self.pods(which).template.spec.clone().unwrap_or_default();
+        let pod = fake_autoscaler::capacity::PodShape::from_spec(&spec)
+            .map_err(|e| Failure::other(format!("the options' pod template: {e}")))?;
+        Ok(self
+            .node_objects()
+            .await?
+            .iter()
+            .map(fake_autoscaler::capacity::SimNode::from_node)
+            .filter(|n| n.admits(&pod) && n.has_room(&pod))
+            .map(|n| n.name)
+            .collect())
+    }
+
+    async fn node_objects(&self) -> Result<Vec<Node>, Failure> {
         Api::<Node>::all(self.client.clone())
             .list(&ListParams::default())
             .await
-            .map(|l| l.items.iter().map(|n| n.name_any()).collect())
+            .map(|l| l.items)
             .map_err(|e| Failure::other(format!("listing Nodes: {e}")))
     }
 
