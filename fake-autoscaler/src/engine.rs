@@ -507,11 +507,7 @@ impl Autoscaler {
         }
         let pods = match request_pods(request, world) {
             Ok(pods) => pods,
-            Err(PodsError::Missing {
-                referenced,
-                missing,
-            }) if self.broken(Broken::ProvisionsWithoutTemplates) => {
-                let _ = (referenced, missing);
+            Err(PodsError::Missing { .. }) if self.broken(Broken::ProvisionsWithoutTemplates) => {
                 next.set(cond::ACCEPTED, "True", reason::ACCEPTED, messages::ACCEPTED);
                 next.set(
                     cond::PROVISIONED,

@@ -5,7 +5,6 @@ mod core;
 mod extended;
 mod kueue;
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -308,11 +307,6 @@ impl Ctx {
             .await
             .map(|l| l.items)
             .map_err(|e| Failure::other(format!("listing Nodes: {e}")))
-    }
-
-    /// The request's parameters with the suite's extra ones (for tests that need to know).
-    pub fn parameters(&self) -> BTreeMap<String, String> {
-        self.options.parameters.clone()
     }
 }
 
