@@ -12,9 +12,9 @@ use conformance::report::{self, ConformanceReport};
 use conformance::runner::{Outcome, Selection, TestResult};
 use fake_autoscaler::Broken;
 
-/// The conformance suite for ProvisioningRequest provisioning classes. Without --kubeconfig or
-/// --options it runs embedded: a fake API server on virtual time with the fake autoscaler's
-/// reference classes.
+/// The conformance suite for ProvisioningRequest provisioning classes. Without --kubeconfig,
+/// --context or --options it runs embedded: a fake API server on virtual time with the fake
+/// autoscaler's reference classes.
 #[derive(Parser, Debug)]
 #[command(name = "conformance", version)]
 struct Args {
