@@ -41,8 +41,9 @@ pub struct Recorder {
 
 #[derive(Default)]
 struct State {
-    /// The last recorded event of each series, by [`series_key`].
-    series: HashMap<String, Event>,
+    /// The last recorded event of each series, by [`series_key`]. Boxed: a run records thousands,
+    /// and a growing map moves its values.
+    series: HashMap<String, Box<Event>>,
     next_sweep: Option<Timestamp>,
     /// The last name's timestamp: names must stay unique when events share an instant, as they
     /// do on virtual time.
@@ -72,7 +73,7 @@ impl Recorder {
             state.sweep(now);
             match state.series.get(&key) {
                 Some(previous) => {
-                    let mut event = previous.clone();
+                    let mut event = Event::clone(previous);
                     let count = event.series.as_ref().map_or(2, |s| s.count + 1);
                     event.series = Some(EventSeries {
                         count,
@@ -99,7 +100,7 @@ impl Recorder {
             api.create(&PostParams::default(), &event).await?;
         }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.series.insert(key, event);
+        state.series.insert(key, Box::new(event));
         Ok(())
     }
 

@@ -174,6 +174,9 @@ struct PendingLists {
     pod_templates: Vec<PodTemplate>,
 }
 
+/// One object's change: its version before and after.
+type Changed<K> = (Option<Arc<K>>, Option<Arc<K>>);
+
 /// Applies one watch event to a kind's objects; returns the objects that changed, old and new.
 fn on_event<K: Resource + Clone>(
     objects: &mut Objects<K>,
@@ -181,7 +184,7 @@ fn on_event<K: Resource + Clone>(
     synced: &mut BTreeSet<&'static str>,
     kind: &'static str,
     event: Event<K>,
-) -> Vec<(Option<K>, Option<K>)> {
+) -> Vec<Changed<K>> {
     match event {
         Event::Init => {
             list.clear();
@@ -192,23 +195,23 @@ fn on_event<K: Resource + Clone>(
             vec![]
         }
         Event::InitDone => {
-            let before: BTreeMap<String, K> = objects
-                .iter()
+            let before: BTreeMap<String, Arc<K>> = objects
+                .iter_shared()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             objects.replace_all(std::mem::take(list));
             synced.insert(kind);
             let mut changed = vec![];
             for (key, old) in &before {
-                match objects.get(key) {
+                match objects.get_shared(key) {
                     None => changed.push((Some(old.clone()), None)),
                     Some(new) if new.meta().resource_version != old.meta().resource_version => {
-                        changed.push((Some(old.clone()), Some(new.clone())))
+                        changed.push((Some(old.clone()), Some(new)))
                     }
                     _ => {}
                 }
             }
-            for (key, new) in objects.iter() {
+            for (key, new) in objects.iter_shared() {
                 if !before.contains_key(key) {
                     changed.push((None, Some(new.clone())));
                 }
@@ -216,8 +219,9 @@ fn on_event<K: Resource + Clone>(
             changed
         }
         Event::Apply(obj) => {
-            let old = objects.get(&key_of(&obj)).cloned();
-            if objects.apply(obj.clone()) {
+            let old = objects.get_shared(&key_of(&obj));
+            let obj = Arc::new(obj);
+            if objects.apply_shared(obj.clone()) {
                 vec![(old, Some(obj))]
             } else {
                 vec![]
@@ -239,7 +243,7 @@ impl Loop {
         match change {
             Change::Flavor(e) => {
                 for (old, new) in on_event(&mut w.flavors, &mut l.flavors, s, "ResourceFlavor", e) {
-                    r.flavor_changed(w, old.as_ref(), new.as_ref());
+                    r.flavor_changed(w, old.as_deref(), new.as_deref());
                 }
             }
             Change::ClusterQueue(e) => {
@@ -250,14 +254,14 @@ impl Loop {
                     "ClusterQueue",
                     e,
                 ) {
-                    r.cluster_queue_changed(w, old.as_ref(), new.as_ref());
+                    r.cluster_queue_changed(w, old.as_deref(), new.as_deref());
                 }
             }
             Change::LocalQueue(e) => {
                 for (old, new) in
                     on_event(&mut w.local_queues, &mut l.local_queues, s, "LocalQueue", e)
                 {
-                    r.local_queue_changed(w, old.as_ref(), new.as_ref());
+                    r.local_queue_changed(w, old.as_deref(), new.as_deref());
                 }
             }
             Change::Check(e) => {
@@ -268,17 +272,17 @@ impl Loop {
                     "AdmissionCheck",
                     e,
                 ) {
-                    r.check_changed(w, old.as_ref(), new.as_ref());
+                    r.check_changed(w, old.as_deref(), new.as_deref());
                 }
             }
             Change::Workload(e) => {
                 for (old, new) in on_event(&mut w.workloads, &mut l.workloads, s, "Workload", e) {
-                    r.workload_changed(w, old.as_ref(), new.as_ref());
+                    r.workload_changed(w, old.as_deref(), new.as_deref());
                 }
             }
             Change::Job(e) => {
                 for (old, new) in on_event(&mut w.jobs, &mut l.jobs, s, "Job", e) {
-                    r.job_changed(old.as_ref(), new.as_ref());
+                    r.job_changed(old.as_deref(), new.as_deref());
                 }
             }
             Change::ProvisioningConfig(e) => {
@@ -289,7 +293,7 @@ impl Loop {
                     "ProvisioningRequestConfig",
                     e,
                 ) {
-                    r.provisioning_config_changed(w, old.as_ref(), new.as_ref());
+                    r.provisioning_config_changed(w, old.as_deref(), new.as_deref());
                 }
             }
             Change::ProvisioningRequest(e) => {
@@ -300,7 +304,7 @@ impl Loop {
                     "ProvisioningRequest",
                     e,
                 ) {
-                    r.provisioning_request_changed(old.as_ref(), new.as_ref());
+                    r.provisioning_request_changed(old.as_deref(), new.as_deref());
                 }
             }
             Change::PodTemplate(e) => {

@@ -5,6 +5,7 @@
 //! a watch may still deliver an older version after a write returned a newer one.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use api::autoscaling::ProvisioningRequest;
 use api::kueue::{
@@ -25,10 +26,11 @@ pub fn key_of<K: Resource>(obj: &K) -> Key {
     }
 }
 
-/// One kind's objects.
+/// One kind's objects. Each is shared: a pass that holds a workload while it writes others, or a
+/// change handed to the reconciler, takes a reference instead of copying the object.
 #[derive(Debug)]
 pub struct Objects<K> {
-    items: BTreeMap<Key, K>,
+    items: BTreeMap<Key, Arc<K>>,
 }
 
 impl<K> Default for Objects<K> {
@@ -42,9 +44,14 @@ impl<K> Default for Objects<K> {
 impl<K: Resource + Clone> Objects<K> {
     /// Stores `obj` unless what is stored is newer. Returns whether it changed.
     pub fn apply(&mut self, obj: K) -> bool {
-        let key = key_of(&obj);
+        self.apply_shared(Arc::new(obj))
+    }
+
+    /// [`Objects::apply`] for an object already shared.
+    pub fn apply_shared(&mut self, obj: Arc<K>) -> bool {
+        let key = key_of(obj.as_ref());
         if let Some(old) = self.items.get(&key)
-            && !newer(&obj, old)
+            && !newer(obj.as_ref(), old)
         {
             return false;
         }
@@ -52,20 +59,30 @@ impl<K: Resource + Clone> Objects<K> {
         true
     }
 
-    pub fn delete(&mut self, obj: &K) -> Option<K> {
+    pub fn delete(&mut self, obj: &K) -> Option<Arc<K>> {
         self.items.remove(&key_of(obj))
     }
 
     pub fn get(&self, key: &str) -> Option<&K> {
-        self.items.get(key)
+        self.items.get(key).map(Arc::as_ref)
+    }
+
+    /// The object under `key`, shared.
+    pub fn get_shared(&self, key: &str) -> Option<Arc<K>> {
+        self.items.get(key).cloned()
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&Key, &K)> {
+        self.items.iter().map(|(k, v)| (k, v.as_ref()))
+    }
+
+    /// Every object with its key, shared.
+    pub fn iter_shared(&self) -> impl Iterator<Item = (&Key, &Arc<K>)> {
         self.items.iter()
     }
 
     pub fn values(&self) -> impl Iterator<Item = &K> {
-        self.items.values()
+        self.items.values().map(Arc::as_ref)
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &Key> {
@@ -87,7 +104,7 @@ impl<K: Resource + Clone> Objects<K> {
             let key = key_of(&obj);
             let keep = match self.items.remove(&key) {
                 Some(old) if !newer(&obj, &old) && old.meta().uid == obj.meta().uid => old,
-                _ => obj,
+                _ => Arc::new(obj),
             };
             fresh.insert(key, keep);
         }

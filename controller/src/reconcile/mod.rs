@@ -10,6 +10,7 @@ mod schedule;
 mod workloads;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 use jiff::Timestamp;
@@ -408,16 +409,18 @@ impl Reconciler {
 
     /// Applies a written workload to the world as if watched.
     fn written_workload(&mut self, world: &mut World, wl: Workload) {
-        let old = world.workloads.get(&key_of(&wl)).cloned();
-        if world.workloads.apply(wl.clone()) {
-            self.workload_changed(world, old.as_ref(), Some(&wl));
+        let old = world.workloads.get_shared(&key_of(&wl));
+        let wl = Arc::new(wl);
+        if world.workloads.apply_shared(wl.clone()) {
+            self.workload_changed(world, old.as_deref(), Some(&wl));
         }
     }
 
     fn written_job(&mut self, world: &mut World, job: Job) {
-        let old = world.jobs.get(&key_of(&job)).cloned();
-        if world.jobs.apply(job.clone()) {
-            self.job_changed(old.as_ref(), Some(&job));
+        let old = world.jobs.get_shared(&key_of(&job));
+        let job = Arc::new(job);
+        if world.jobs.apply_shared(job.clone()) {
+            self.job_changed(old.as_deref(), Some(&job));
         }
     }
 }

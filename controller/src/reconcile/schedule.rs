@@ -46,7 +46,7 @@ impl Reconciler {
             // then age.
             let mut entries = vec![];
             for (cq, entry) in heads {
-                let Some(wl) = world.workloads.get(&entry.key).cloned() else {
+                let Some(wl) = world.workloads.get_shared(&entry.key) else {
                     self.queues.remove(&entry.key);
                     continue;
                 };
@@ -275,7 +275,7 @@ impl Reconciler {
         preemptor_cq: &str,
         target: &Target,
     ) -> Result<(), Error> {
-        let Some(victim) = world.workloads.get(&target.key).cloned() else {
+        let Some(victim) = world.workloads.get_shared(&target.key) else {
             return Ok(());
         };
         // A victim already on its way out (an earlier preemption whose quota is not yet
@@ -294,7 +294,7 @@ impl Reconciler {
             &snapshot.cq_path(preemptor_cq),
             &snapshot.cq_path(&target.cluster_queue),
         );
-        let mut next = victim.clone();
+        let mut next = Workload::clone(&victim);
         let generation = victim.metadata.generation;
         let status = next.status.get_or_insert_with(WorkloadStatus::default);
         lifecycle::set(

@@ -14,7 +14,7 @@ impl Reconciler {
         let dirty = std::mem::take(&mut self.dirty_workloads);
         let mut progressed = false;
         for key in dirty {
-            let Some(wl) = world.workloads.get(&key).cloned() else {
+            let Some(wl) = world.workloads.get_shared(&key) else {
                 continue;
             };
             // Its queues may have appeared, changed or become active since it last changed.
@@ -48,7 +48,7 @@ impl Reconciler {
                 owned_by_job,
                 observability: self.observability(),
             };
-            let mut next = wl.clone();
+            let mut next = Workload::clone(&wl);
             match lifecycle::step(&mut next, &ctx) {
                 lifecycle::Step::Idle => {}
                 lifecycle::Step::WakeAt(at) => {

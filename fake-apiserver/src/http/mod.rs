@@ -25,7 +25,9 @@ use crate::error::{ApiError, ApiResult, FieldCause};
 use crate::faults::{Faults, RequestInfo, Verb};
 use crate::semantics::patch::{PatchKind, unsupported_patch};
 use crate::semantics::selectors::{FieldSelector, LabelSelector};
-use crate::store::{DeleteOptions, ListOptions, Propagation, Store, Subresource, WriteOptions};
+use crate::store::{
+    Answer, DeleteOptions, ListOptions, Propagation, Store, Subresource, WriteOptions,
+};
 use route::{ResourcePath, Route};
 
 pub use discovery::KUBERNETES_MINOR;
@@ -86,8 +88,14 @@ where
 }
 
 fn json_response(code: u16, body: &Value) -> Response<ResponseBody> {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    let mut resp = Response::new(Full::new(Bytes::from(bytes)).boxed_unsync());
+    json_bytes_response(
+        code,
+        Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
+    )
+}
+
+fn json_bytes_response(code: u16, bytes: Bytes) -> Response<ResponseBody> {
+    let mut resp = Response::new(Full::new(bytes).boxed_unsync());
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -270,7 +278,12 @@ fn request_info(method: &Method, route: &Route, query: &Query) -> RequestInfo {
 }
 
 /// Decode a create or update body (JSON or YAML); the store checks it against the kind's typed form.
-fn decode_body(rt: &ResourceType, content_type: &str, body: &[u8]) -> ApiResult<Value> {
+/// A request body as JSON, with the fields a JSON body names twice (found in the same pass).
+fn decode_body(
+    rt: &ResourceType,
+    content_type: &str,
+    body: &[u8],
+) -> ApiResult<(Value, Vec<String>)> {
     let mime = content_type.split(';').next().unwrap_or("").trim();
     let cannot = |e: String| {
         ApiError::bad_request(format!(
@@ -278,13 +291,14 @@ fn decode_body(rt: &ResourceType, content_type: &str, body: &[u8]) -> ApiResult<
             rt.kind, rt.version, rt.kind
         ))
     };
-    let value: Value = match mime {
+    let (value, duplicates) = match mime {
         "" | "application/json" | "*/*" => {
-            serde_json::from_slice(body).map_err(|e| cannot(e.to_string()))?
+            crate::semantics::meta::parse_json(body).map_err(|e| cannot(e.to_string()))?
         }
-        "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            serde_yaml::from_slice(body).map_err(|e| cannot(e.to_string()))?
-        }
+        "application/yaml" | "application/x-yaml" | "text/yaml" => (
+            serde_yaml::from_slice(body).map_err(|e| cannot(e.to_string()))?,
+            Vec::new(),
+        ),
         "application/vnd.kubernetes.protobuf" => {
             return Err(ApiError::unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (protobuf is not supported by this fake API server: use `kubectl apply -f` or `kubectl create -f` with YAML or JSON)",
@@ -299,7 +313,7 @@ fn decode_body(rt: &ResourceType, content_type: &str, body: &[u8]) -> ApiResult<
     if !value.is_object() {
         return Err(cannot("the body is not a JSON object".into()));
     }
-    Ok(value)
+    Ok((value, duplicates))
 }
 
 fn list_options(query: &Query) -> ApiResult<ListOptions> {
@@ -383,9 +397,10 @@ impl View {
 /// Run a write and answer with its result and a `Warning` header per warning it raised.
 fn written(
     shared: &Shared,
+    rt: &ResourceType,
     code: u16,
     mut warnings: Vec<String>,
-    write: impl FnOnce(&mut Store) -> ApiResult<Value>,
+    write: impl FnOnce(&mut Store) -> ApiResult<Answer>,
 ) -> ApiResult<Response<ResponseBody>> {
     let result = {
         let mut store = shared.store();
@@ -394,7 +409,7 @@ fn written(
         warnings.extend(store.take_warnings());
         result
     };
-    let mut resp = json_response(code, &result?);
+    let mut resp = json_bytes_response(code, result?.json(rt));
     for w in warnings {
         let value = format!("299 - {}", serde_json::to_string(&w).unwrap_or_default());
         if let Ok(v) = header::HeaderValue::from_str(&value) {
@@ -405,21 +420,12 @@ fn written(
 }
 
 /// Fields a JSON body names twice: refused under Strict, warned about under Warn (serde keeps the last).
-fn duplicates(
-    rt: &ResourceType,
-    content_type: &str,
-    body: &[u8],
-    opts: &WriteOptions,
-) -> ApiResult<Vec<String>> {
+fn duplicates(rt: &ResourceType, found: &[String], opts: &WriteOptions) -> ApiResult<Vec<String>> {
     use crate::store::FieldValidation;
-    let json = matches!(
-        content_type.split(';').next().unwrap_or("").trim(),
-        "" | "application/json" | "*/*"
-    );
-    if !json || opts.field_validation == FieldValidation::Ignore {
+    if opts.field_validation == FieldValidation::Ignore {
         return Ok(Vec::new());
     }
-    let named: Vec<String> = crate::semantics::meta::duplicate_fields(body)
+    let named: Vec<String> = found
         .iter()
         .map(|f| format!("duplicate field \"{f}\""))
         .collect();
@@ -610,19 +616,19 @@ async fn serve_resource(
             ))
         }
         (&Method::POST, None) if sub == Subresource::Main => {
-            let obj = decode_body(&rt, content_type, body)?;
+            let (obj, twice) = decode_body(&rt, content_type, body)?;
             let opts = write(Some(&obj), "CreateOptions")?;
-            let warnings = duplicates(&rt, content_type, body, &opts)?;
-            written(shared, 201, warnings, |store| {
-                store.create(&rt, &ns, obj, &opts)
+            let warnings = duplicates(&rt, &twice, &opts)?;
+            written(shared, &rt, 201, warnings, |store| {
+                store.create_answer(&rt, &ns, obj, &opts)
             })
         }
         (&Method::PUT, Some(name)) => {
-            let obj = decode_body(&rt, content_type, body)?;
+            let (obj, twice) = decode_body(&rt, content_type, body)?;
             let opts = write(Some(&obj), "UpdateOptions")?;
-            let warnings = duplicates(&rt, content_type, body, &opts)?;
-            written(shared, 200, warnings, |store| {
-                store.update(&rt, &ns, &name, obj, sub, &opts)
+            let warnings = duplicates(&rt, &twice, &opts)?;
+            written(shared, &rt, 200, warnings, |store| {
+                store.update_answer(&rt, &ns, &name, obj, sub, &opts)
             })
         }
         (&Method::PATCH, Some(name)) => {
@@ -636,13 +642,18 @@ async fn serve_resource(
                 let force = query.flag("force");
                 return written(
                     shared,
+                    &rt,
                     if exists { 200 } else { 201 },
                     Vec::new(),
-                    |store| store.server_side_apply(&rt, &ns, &name, body, force, sub, &opts),
+                    |store| {
+                        store
+                            .server_side_apply(&rt, &ns, &name, body, force, sub, &opts)
+                            .map(Answer::Uncommitted)
+                    },
                 );
             }
-            written(shared, 200, Vec::new(), |store| {
-                store.patch(&rt, &ns, &name, kind, body, sub, &opts)
+            written(shared, &rt, 200, Vec::new(), |store| {
+                store.patch_answer(&rt, &ns, &name, kind, body, sub, &opts)
             })
         }
         (&Method::DELETE, Some(name)) if sub == Subresource::Main => {

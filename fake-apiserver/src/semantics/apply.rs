@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
+mod record;
+pub use record::record_update;
+
 /// How lists merge: from the CRD schema's x-kubernetes-list-type/-list-map-keys, or the built-in
 /// types' merge keys.
 pub trait ListTypes {
@@ -810,62 +813,6 @@ pub fn apply(
     }
     write_entries(&mut merged, entries);
     Ok(merged)
-}
-
-/// Record a non-apply write (create/update/patch) by `manager` in managedFields: the manager
-/// (operation Update) takes ownership of every field whose value it changed or added; other
-/// managers lose those fields.
-pub fn record_update(
-    old: Option<&Value>,
-    new: &mut Value,
-    manager: &str,
-    now: &str,
-    api_version: &str,
-    subresource: &str,
-    lists: &dyn ListTypes,
-) {
-    // Entries come from the stored object; managedFields sent by the client are ignored.
-    let mut entries = read_entries(old);
-    let mut old_clean = old.cloned();
-    if let Some(o) = old_clean.as_mut() {
-        strip_managed_fields(o);
-    }
-    strip_managed_fields(new);
-
-    // A list with duplicate or missing keys is treated as atomic when the write changed it. One
-    // in an unchanged part of the object is not looked at (the whole object used to fall back).
-    let Ok(touched) = changed_fields(old_clean.as_ref(), new, lists)
-        .or_else(|_| changed_fields(old_clean.as_ref(), new, &Atomic))
-    else {
-        return;
-    };
-
-    let is_me = |e: &Entry| {
-        !e.is_apply()
-            && e.manager == manager
-            && e.api_version == api_version
-            && e.subresource == subresource
-    };
-    for e in entries.iter_mut().filter(|e| !is_me(e)) {
-        e.set.retain(|p| !touched.contains(p));
-    }
-    if !touched.is_empty() {
-        match entries.iter_mut().find(|e| is_me(e)) {
-            Some(e) => {
-                e.set.extend(touched);
-                e.time = Some(now.to_string());
-            }
-            None => entries.push(Entry {
-                manager: manager.to_string(),
-                operation: "Update".into(),
-                api_version: api_version.to_string(),
-                time: Some(now.to_string()),
-                subresource: subresource.to_string(),
-                set: touched,
-            }),
-        }
-    }
-    write_entries(new, entries);
 }
 
 /// Fallback list typing when the declared keys do not fit the data.

@@ -100,18 +100,25 @@ fn collect_unknown(input: &Value, known: &Value, at: Option<&Step>, out: &mut Ve
 /// The fields a JSON document names twice in one object, as dotted paths (the real server's strict
 /// decoding refuses them; serde would silently keep the last).
 pub fn duplicate_fields(json: &[u8]) -> Vec<String> {
+    parse_json(json).map(|(_, dups)| dups).unwrap_or_default()
+}
+
+/// Parses a JSON document and names the fields it gives twice in one object, in one pass. As with
+/// serde, the last of the duplicates is the one kept.
+pub fn parse_json(json: &[u8]) -> Result<(Value, Vec<String>), serde_json::Error> {
     use serde::de::DeserializeSeed;
     let found = std::cell::RefCell::new(Vec::new());
     let mut de = serde_json::Deserializer::from_slice(json);
-    let _ = DupScan {
+    let value = Parse {
         at: None,
         found: &found,
     }
-    .deserialize(&mut de);
-    found.into_inner()
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok((value, found.into_inner()))
 }
 
-/// Where the scan is, as a chain up to the root: the dotted path is only spelled out when a
+/// Where the parse is, as a chain up to the root: the dotted path is only spelled out when a
 /// duplicate is found, since almost every body has none.
 enum Step<'p> {
     Key(Option<&'p Step<'p>>, &'p str),
@@ -127,75 +134,72 @@ fn spell(at: Option<&Step>) -> String {
     }
 }
 
-struct DupScan<'a, 'p> {
+struct Parse<'a, 'p> {
     at: Option<&'p Step<'p>>,
     found: &'a std::cell::RefCell<Vec<String>>,
 }
 
-impl<'de> serde::de::DeserializeSeed<'de> for DupScan<'_, '_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+impl<'de> serde::de::DeserializeSeed<'de> for Parse<'_, '_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for DupScan<'_, '_> {
-    type Value = ();
+impl<'de> serde::de::Visitor<'de> for Parse<'_, '_> {
+    type Value = Value;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        // Objects are small: a list is faster than hashing until they are not.
-        let mut few: Vec<std::borrow::Cow<'de, str>> = Vec::new();
-        let mut many: std::collections::HashSet<std::borrow::Cow<'de, str>> = Default::default();
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
             let step = Step::Key(self.at, &key);
-            if few.contains(&key) || many.contains(&key) {
+            let value = map.next_value_seed(Parse {
+                at: Some(&step),
+                found: self.found,
+            })?;
+            let duplicate = out.contains_key(&key);
+            if duplicate {
                 self.found.borrow_mut().push(spell(Some(&step)));
             }
-            map.next_value_seed(DupScan {
-                at: Some(&step),
-                found: self.found,
-            })?;
-            if few.len() < 16 {
-                few.push(key);
-            } else {
-                many.insert(key);
-            }
+            out.insert(key, value);
         }
-        Ok(())
+        Ok(Value::Object(out))
     }
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut i = 0;
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
         loop {
-            let step = Step::Index(self.at, i);
-            let more = seq.next_element_seed(DupScan {
+            let step = Step::Index(self.at, out.len());
+            match seq.next_element_seed(Parse {
                 at: Some(&step),
                 found: self.found,
-            })?;
-            if more.is_none() {
-                return Ok(());
+            })? {
+                Some(v) => out.push(v),
+                None => return Ok(Value::Array(out)),
             }
-            i += 1;
         }
     }
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
     }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::from(n))
     }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::from(n))
     }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
+    fn visit_f64<E>(self, f: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number))
     }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_string()))
     }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
 }
 
@@ -350,6 +354,19 @@ mod tests {
         assert_eq!(
             pruned,
             json!({"a": 1, "spec": {"x": [{"k": 1}], "nil": null}})
+        );
+    }
+
+    #[test]
+    fn parsing_with_the_duplicate_check_reads_what_serde_reads() {
+        let body =
+            br#"{"a":1,"b":[true,null,-2,3.5,18446744073709551615,"x\u00e9"],"c":{"d":{}},"a":2}"#;
+        let (value, dups) = parse_json(body).unwrap();
+        assert_eq!(value, serde_json::from_slice::<Value>(body).unwrap());
+        assert_eq!(dups, ["a"]);
+        assert!(
+            parse_json(b"{} x").is_err(),
+            "trailing characters are refused"
         );
     }
 

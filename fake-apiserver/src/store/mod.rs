@@ -93,10 +93,36 @@ impl Change {
         {
             return json.clone();
         }
-        let json =
-            bytes::Bytes::from(serde_json::to_vec(&render(rt, &self.object)).unwrap_or_default());
+        let json = bytes::Bytes::from(
+            serde_json::to_vec(render_ref(rt, &self.object).as_ref()).unwrap_or_default(),
+        );
         let _ = self.rendered.set((version, json.clone()));
         json
+    }
+}
+
+/// What a write answers with: the change it committed, whose JSON its watchers share, or an
+/// object it did not store (a dry run, an update that changed nothing).
+#[derive(Debug)]
+pub enum Answer {
+    Committed(Arc<Change>),
+    Uncommitted(Value),
+}
+
+impl Answer {
+    /// The answer's body for a client of `rt`: rendered and serialised once per change.
+    pub fn json(&self, rt: &ResourceType) -> bytes::Bytes {
+        match self {
+            Answer::Committed(change) => change.json_for(rt),
+            Answer::Uncommitted(v) => bytes::Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+        }
+    }
+
+    pub fn into_value(self, rt: &ResourceType) -> Value {
+        match self {
+            Answer::Committed(change) => render(rt, &change.object),
+            Answer::Uncommitted(v) => v,
+        }
     }
 }
 
@@ -303,7 +329,12 @@ impl Store {
     }
 
     /// Store `obj` under `key` as a new resourceVersion and tell the watchers.
-    fn commit(&mut self, key: ObjKey, mut obj: Value, kind: ChangeType) -> Arc<Value> {
+    fn commit(&mut self, key: ObjKey, obj: Value, kind: ChangeType) -> Arc<Value> {
+        self.commit_change(key, obj, kind).object.clone()
+    }
+
+    /// [`Store::commit`], returning the change as the watchers got it.
+    fn commit_change(&mut self, key: ObjKey, mut obj: Value, kind: ChangeType) -> Arc<Change> {
         self.rv += 1;
         obj["metadata"]["resourceVersion"] = json!(self.rv.to_string());
         let obj = Arc::new(obj);
@@ -316,9 +347,9 @@ impl Store {
             old.as_deref(),
             (kind != ChangeType::Deleted).then_some(&*obj),
         );
-        let change = Arc::new(Change::new(self.rv, kind, key, obj.clone(), old));
-        self.record(change);
-        obj
+        let change = Arc::new(Change::new(self.rv, kind, key, obj, old));
+        self.record(change.clone());
+        change
     }
 
     fn record(&mut self, change: Arc<Change>) {
@@ -381,6 +412,26 @@ impl Store {
 
 /// The object as a client of `rt`'s version sees it.
 pub fn render(rt: &ResourceType, stored: &Value) -> Value {
+    render_ref(rt, stored).into_owned()
+}
+
+/// [`render`], borrowing the stored object when it already is what a client sees: stored in this
+/// version, with every schema default in place (as writes leave it, unless the CRD changed since).
+pub fn render_ref<'a>(rt: &ResourceType, stored: &'a Value) -> std::borrow::Cow<'a, Value> {
+    if rt.behavior.convert.is_none()
+        && stored.get("apiVersion").and_then(Value::as_str) == Some(rt.api_version().as_str())
+        && stored.get("kind").and_then(Value::as_str) == Some(rt.kind.as_str())
+        && rt
+            .structural
+            .as_ref()
+            .is_none_or(|schema| !schema.needs_defaults(stored))
+    {
+        return std::borrow::Cow::Borrowed(stored);
+    }
+    std::borrow::Cow::Owned(render_owned(rt, stored))
+}
+
+fn render_owned(rt: &ResourceType, stored: &Value) -> Value {
     let mut out = match rt.behavior.convert {
         Some(c) => (c.from_storage)(stored),
         None => stored.clone(),

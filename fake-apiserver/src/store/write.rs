@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{
-    ChangeType, DeleteOptions, FieldValidation, ListOptions, ObjKey, Propagation, Store,
+    Answer, ChangeType, DeleteOptions, FieldValidation, ListOptions, ObjKey, Propagation, Store,
     Subresource, WriteOptions, render,
 };
 use crate::catalog::{Lifecycle, ResourceType, crd_types};
@@ -72,6 +72,47 @@ fn spec_differs(old: &Value, new: &Value, status_subresource: bool) -> bool {
             .any(|(k, v)| b.get(k) != Some(v))
 }
 
+/// What a `/status` write stores: the old object with the incoming status, and the incoming
+/// managedFields (the one piece of metadata a status write carries). The rest of the incoming body
+/// is ignored; where it equals the old object (as it does when a client sends back what it read)
+/// it is taken instead of copied.
+fn status_write(old: &Value, incoming: Value) -> Value {
+    let (Value::Object(old_map), Value::Object(mut sent)) = (old, incoming) else {
+        return old.clone();
+    };
+    let mut out = Map::new();
+    for (k, v) in old_map {
+        match k.as_str() {
+            "status" => {}
+            "metadata" => {
+                let mut meta = Map::new();
+                if let Value::Object(m) = v {
+                    for (mk, mv) in m.iter().filter(|(mk, _)| *mk != "managedFields") {
+                        meta.insert(mk.clone(), mv.clone());
+                    }
+                }
+                let sent_managed = sent
+                    .get_mut("metadata")
+                    .and_then(Value::as_object_mut)
+                    .and_then(|m| m.remove("managedFields"))
+                    .filter(|m| !m.is_null());
+                if let Some(managed) = sent_managed.or_else(|| v.get("managedFields").cloned()) {
+                    meta.insert("managedFields".into(), managed);
+                }
+                out.insert(k.clone(), Value::Object(meta));
+            }
+            _ => {
+                let same = sent.remove(k).filter(|s| s == v);
+                out.insert(k.clone(), same.unwrap_or_else(|| v.clone()));
+            }
+        }
+    }
+    if let Some(status) = sent.remove("status") {
+        out.insert("status".into(), status);
+    }
+    Value::Object(out)
+}
+
 impl Store {
     fn namespace_check(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<()> {
         if !rt.namespaced {
@@ -134,10 +175,9 @@ impl Store {
             remove_fields(obj, &unknown);
             unknown
         } else if let Some(schema) = &rt.structural {
-            let before = obj.clone();
-            schema.prune(obj);
+            let unknown = schema.prune_reporting(obj);
             schema.apply_defaults(obj);
-            unknown_fields(&before, obj)
+            unknown
         } else {
             Vec::new()
         };
@@ -173,9 +213,21 @@ impl Store {
         &mut self,
         rt: &ResourceType,
         ns: &str,
-        mut obj: Value,
+        obj: Value,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
+        self.create_answer(rt, ns, obj, opts)
+            .map(|a| a.into_value(rt))
+    }
+
+    /// [`Store::create`], answering with the committed change.
+    pub fn create_answer(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Answer> {
         if obj.get("metadata").is_none() && obj.is_object() {
             obj["metadata"] = json!({});
         }
@@ -185,7 +237,7 @@ impl Store {
             if let Some(answer) = rt.behavior.review {
                 answer(&mut obj);
             }
-            return Ok(obj);
+            return Ok(Answer::Uncommitted(obj));
         }
         let mut obj = match rt.behavior.convert {
             Some(c) => (c.to_storage)(&obj),
@@ -262,12 +314,12 @@ impl Store {
         }
         self.record_manager(rt, None, &mut obj, &opts.field_manager, Subresource::Main);
         if opts.dry_run {
-            return Ok(render(rt, &obj));
+            return Ok(Answer::Uncommitted(render(rt, &obj)));
         }
-        let stored = self.commit(key.clone(), obj, ChangeType::Added);
-        self.after_write(&key, &stored);
+        let change = self.commit_change(key.clone(), obj, ChangeType::Added);
+        self.after_write(&key, &change.object);
         self.settle();
-        Ok(render(rt, &stored))
+        Ok(Answer::Committed(change))
     }
 
     fn check_crd(&self, crd: &Value) -> ApiResult<()> {
@@ -341,12 +393,28 @@ impl Store {
         rt: &ResourceType,
         ns: &str,
         name: &str,
-        mut obj: Value,
+        obj: Value,
         sub: Subresource,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
+        self.update_answer(rt, ns, name, obj, sub, opts)
+            .map(|a| a.into_value(rt))
+    }
+
+    /// [`Store::update`], answering with the committed change.
+    pub fn update_answer(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> ApiResult<Answer> {
         if sub == Subresource::Scale {
-            return self.update_scale(rt, ns, name, &obj, opts);
+            return self
+                .update_scale(rt, ns, name, &obj, opts)
+                .map(Answer::Uncommitted);
         }
         if rt.create_only {
             return Err(ApiError::method_not_allowed(format!(
@@ -391,27 +459,7 @@ impl Store {
         sub: Subresource,
     ) -> ApiResult<Value> {
         let mut new = match sub {
-            Subresource::Status => {
-                let mut incoming = incoming;
-                let mut n = old.clone();
-                match incoming.as_object_mut().and_then(|m| m.remove("status")) {
-                    Some(s) => n["status"] = s,
-                    None => {
-                        if let Some(m) = n.as_object_mut() {
-                            m.remove("status");
-                        }
-                    }
-                }
-                // Field ownership is the one piece of metadata a status write carries.
-                if let Some(managed) = incoming["metadata"]
-                    .as_object_mut()
-                    .and_then(|m| m.remove("managedFields"))
-                    .filter(|m| !m.is_null())
-                {
-                    n["metadata"]["managedFields"] = managed;
-                }
-                n
-            }
+            Subresource::Status => status_write(old, incoming),
             Subresource::Scale => {
                 return Err(ApiError::internal("scale writes go through update_scale"));
             }
@@ -557,24 +605,24 @@ impl Store {
         mut new: Value,
         sub: Subresource,
         opts: &WriteOptions,
-    ) -> ApiResult<Value> {
+    ) -> ApiResult<Answer> {
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
         if &new == old {
-            return Ok(render(rt, old));
+            return Ok(Answer::Uncommitted(render(rt, old)));
         }
         self.record_manager(rt, Some(old), &mut new, &opts.field_manager, sub);
         if opts.dry_run {
-            return Ok(render(rt, &new));
+            return Ok(Answer::Uncommitted(render(rt, &new)));
         }
-        let stored = if is_deleting(&new) && removable(&new) {
-            self.commit(key.clone(), new, ChangeType::Deleted)
+        let change = if is_deleting(&new) && removable(&new) {
+            self.commit_change(key.clone(), new, ChangeType::Deleted)
         } else {
-            let stored = self.commit(key.clone(), new, ChangeType::Modified);
-            self.after_write(&key, &stored);
-            stored
+            let change = self.commit_change(key.clone(), new, ChangeType::Modified);
+            self.after_write(&key, &change.object);
+            change
         };
         self.settle();
-        Ok(render(rt, &stored))
+        Ok(Answer::Committed(change))
     }
 
     // The arguments mirror the request: kind, namespace, name, patch type, body, subresource, options.
@@ -589,8 +637,26 @@ impl Store {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
+        self.patch_answer(rt, ns, name, kind, body, sub, opts)
+            .map(|a| a.into_value(rt))
+    }
+
+    /// [`Store::patch`], answering with the committed change.
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch_answer(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        body: &[u8],
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> ApiResult<Answer> {
         if sub == Subresource::Scale {
-            return self.patch_scale(rt, ns, name, kind, body, opts);
+            return self
+                .patch_scale(rt, ns, name, kind, body, opts)
+                .map(Answer::Uncommitted);
         }
         if rt.create_only {
             return Err(ApiError::method_not_allowed(format!(
@@ -604,7 +670,7 @@ impl Store {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
         let patched = apply_patch(kind, &rt.group, &rt.kind, &render(rt, &old), body)?;
-        self.update(rt, ns, name, patched, sub, opts)
+        self.update_answer(rt, ns, name, patched, sub, opts)
     }
 
     pub fn delete(

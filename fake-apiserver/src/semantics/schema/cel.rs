@@ -1,9 +1,10 @@
 //! `x-kubernetes-validations` CEL rules, evaluated with kube-cel's Kubernetes libraries.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock};
 
 use kube_cel::KubeCelExt;
+use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use kube_cel::cel::{Context, Program, Value as Cel};
 use serde_json::Value;
 
@@ -34,6 +35,9 @@ pub(super) struct Rule {
     transition: bool,
     /// `optionalOldSelf`: evaluated on create too, with `oldSelf` an optional.
     optional_old_self: bool,
+    /// The fields of `self` and `oldSelf` the rule and its message read, as CEL names; `None`
+    /// when it uses the value some other way (iterates it, passes it to a function).
+    reads: Reads,
 }
 
 impl Rule {
@@ -73,6 +77,10 @@ impl Rule {
             _ => None,
         };
         let transition = program.references().has_variable("oldSelf");
+        let mut reads = Reads::default();
+        for p in std::iter::once(&program).chain(&message_expression) {
+            reads.collect(p.expression());
+        }
         Ok(Rule {
             message: get("message")
                 .map(str::trim)
@@ -88,6 +96,7 @@ impl Rule {
                 .get("optionalOldSelf")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            reads,
         })
     }
 
@@ -109,6 +118,77 @@ impl Rule {
             None => format!("failed rule: {}", self.rule.trim()),
         }
     }
+}
+
+/// Which fields of `self` and `oldSelf` a rule reads. A rule on a large object (a Workload's
+/// `status`) usually reads one or two fields; only those are converted to CEL.
+#[derive(Debug, Default, Clone)]
+struct Reads {
+    /// Fields selected directly on `self` or `oldSelf` (`self.x`, `has(self.x)`).
+    fields: BTreeSet<String>,
+    /// Whether the value is also used whole.
+    whole: bool,
+}
+
+impl Reads {
+    fn collect(&mut self, e: &IdedExpr) {
+        match &e.expr {
+            Expr::Select(sel) => match &sel.operand.expr {
+                Expr::Ident(v) if is_self(v) => {
+                    self.fields.insert(sel.field.clone());
+                }
+                _ => self.collect(&sel.operand),
+            },
+            Expr::Ident(v) if is_self(v) => self.whole = true,
+            Expr::Call(call) => {
+                if let Some(t) = &call.target {
+                    self.collect(t);
+                }
+                call.args.iter().for_each(|a| self.collect(a));
+            }
+            Expr::Comprehension(c) => {
+                for x in [
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ] {
+                    self.collect(x);
+                }
+            }
+            Expr::List(l) => l.elements.iter().for_each(|x| self.collect(x)),
+            Expr::Map(m) => m.entries.iter().for_each(|x| self.collect_entry(&x.expr)),
+            Expr::Struct(st) => st.entries.iter().for_each(|x| self.collect_entry(&x.expr)),
+            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+        }
+    }
+
+    fn collect_entry(&mut self, e: &EntryExpr) {
+        match e {
+            EntryExpr::StructField(f) => self.collect(&f.value),
+            EntryExpr::MapEntry(m) => {
+                self.collect(&m.key);
+                self.collect(&m.value);
+            }
+        }
+    }
+
+    /// The fields every one of `rules` needs, or `None` when one of them needs the whole value.
+    fn union<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Option<BTreeSet<String>> {
+        let mut all = BTreeSet::new();
+        for r in rules {
+            if r.reads.whole {
+                return None;
+            }
+            all.extend(r.reads.fields.iter().cloned());
+        }
+        Some(all)
+    }
+}
+
+fn is_self(name: &str) -> bool {
+    name == "self" || name == "oldSelf"
 }
 
 /// Turns `.a.b['c']` into the suffix `.a.b[c]`.
@@ -220,6 +300,16 @@ fn formatted(ctx: &Context, format: &str, s: &str) -> Option<Cel> {
 
 /// Converts a JSON value to CEL, typed by its schema node.
 fn to_cel(ctx: &Context, node: Option<&Node>, v: &Value) -> Cel {
+    to_cel_reading(ctx, node, v, None)
+}
+
+/// [`to_cel`], keeping of an object only the fields in `only` (CEL names), when given.
+fn to_cel_reading(
+    ctx: &Context,
+    node: Option<&Node>,
+    v: &Value,
+    only: Option<&BTreeSet<String>>,
+) -> Cel {
     match v {
         Value::Null => Cel::Null,
         Value::Bool(b) => Cel::Bool(*b),
@@ -255,6 +345,9 @@ fn to_cel(ctx: &Context, node: Option<&Node>, v: &Value) -> Cel {
                 };
                 let key = if named { escape(k) } else { Some(k.clone()) };
                 let Some(key) = key else { continue };
+                if only.is_some_and(|o| !o.contains(&key)) {
+                    continue;
+                }
                 let resource = node.is_some_and(|n| n.resource_root || n.embedded);
                 if resource && k == "metadata" {
                     // Only name and generateName of ObjectMeta are visible to rules.
@@ -307,11 +400,12 @@ fn walk(
         .filter(|r| r.transition || !unchanged)
         .peekable();
     if evaluated.peek().is_some() {
-        let this = to_cel(ctx, Some(node), v);
+        let reads = Reads::union(&node.rules);
+        let this = to_cel_reading(ctx, Some(node), v, reads.as_ref());
         // oldSelf is only converted when a transition rule will read it.
         let prev = old
             .filter(|_| node.rules.iter().any(|r| r.transition))
-            .map(|o| to_cel(ctx, Some(node), o));
+            .map(|o| to_cel_reading(ctx, Some(node), o, reads.as_ref()));
         for rule in evaluated {
             let old_self = if rule.transition && rule.optional_old_self {
                 optional(ctx, prev.as_ref())

@@ -30,6 +30,27 @@ pub(super) fn prune_nulls(node: Option<&Node>, v: &mut Value) {
     }
 }
 
+/// Whether [`prune_nulls`] then [`apply`] would change `v`: a non-nullable null to drop or to
+/// default, or an absent property with a default.
+pub(super) fn needed(node: Option<&Node>, v: &Value) -> bool {
+    let Some(node) = node else {
+        return false;
+    };
+    match v {
+        Value::Object(m) => {
+            node.properties
+                .iter()
+                .any(|(k, sub)| sub.default.is_some() && !m.contains_key(k))
+                || m.iter().any(|(k, x)| match node.child(k) {
+                    Some(sub) if non_nullable_null(x, sub) => true,
+                    sub => needed(sub, x),
+                })
+        }
+        Value::Array(items) => items.iter().any(|x| needed(node.items.as_deref(), x)),
+        _ => false,
+    }
+}
+
 /// Sets defaults on absent (or non-nullable null) properties, then recurses.
 pub(super) fn apply(node: &Node, v: &mut Value) {
     match v {

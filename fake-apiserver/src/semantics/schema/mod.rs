@@ -146,7 +146,13 @@ impl Schema {
     /// `apiVersion` and `kind` at the root (and in embedded resources) are kept; `metadata`
     /// there is reduced to ObjectMeta's own fields, like the real server's ObjectMeta coercion.
     pub fn prune(&self, obj: &mut Value) {
-        prune::prune(&self.root, obj, true);
+        prune::prune_reporting(&self.root, obj, true);
+    }
+
+    /// [`Schema::prune`], returning the dotted paths of the non-null fields it dropped, in the
+    /// order they appear in the object.
+    pub fn prune_reporting(&self, obj: &mut Value) -> Vec<String> {
+        prune::prune_reporting(&self.root, obj, true)
     }
 
     /// Drops non-nullable nulls that have no default, then applies `default`s to absent (or
@@ -156,13 +162,18 @@ impl Schema {
         defaults::apply(&self.root, obj);
     }
 
+    /// Whether [`Schema::apply_defaults`] would change `obj`.
+    pub fn needs_defaults(&self, obj: &Value) -> bool {
+        defaults::needed(Some(&self.root), obj)
+    }
+
     /// Validates a whole object (after pruning and defaulting): OpenAPI keywords, list types,
     /// then CEL rules. `old` is the previous object on updates: it feeds `oldSelf`, and
     /// unchanged values are not failed again (the real server's validation ratcheting).
     pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<crate::error::FieldCause> {
         let mut errs = Vec::new();
         validate::schema(&self.root, obj, old, "", true, &mut errs);
-        validate::lists(&self.root, obj, "", &mut errs);
+        validate::lists(&self.root, obj, old, "", &mut errs);
         cel::validate(&self.root, obj, old, &mut errs);
         errs
     }
@@ -276,7 +287,7 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
     if let Some(d) = m.get("default") {
         // A default is stored pruned, like the real server requires it to be.
         let mut d = d.clone();
-        prune::prune(&n, &mut d, n.embedded);
+        prune::prune_reporting(&n, &mut d, n.embedded);
         n.default = Some(d);
     }
     Ok(n)

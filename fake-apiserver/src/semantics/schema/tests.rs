@@ -236,6 +236,27 @@ fn list_types(#[case] list_schema: Value, #[case] list: Value, #[case] want: &[&
     assert_eq!(check(s, json!({"list": list})), want);
 }
 
+/// Duplicates in a list an update leaves unchanged are not reported again (ratcheting); one the
+/// update adds is.
+#[test]
+fn list_duplicates_ratchet_on_unchanged_lists() {
+    let s = schema(json!({"type":"object","properties":{
+        "kept": {"type":"array","x-kubernetes-list-type":"set","items":{"type":"string"}},
+        "edited": {"type":"array","x-kubernetes-list-type":"set","items":{"type":"string"}},
+    }}));
+    let old = json!({"spec": {"kept": ["a", "a"], "edited": ["b"]}});
+    let new = json!({"spec": {"kept": ["a", "a"], "edited": ["b", "b"]}});
+    assert_eq!(
+        render(s.validate(&new, Some(&old))),
+        ["FieldValueDuplicate|spec.edited[1]|Duplicate value: \"b\""]
+    );
+    assert_eq!(
+        render(s.validate(&new, None)).len(),
+        2,
+        "a create checks both"
+    );
+}
+
 #[test]
 fn parse_rejects_map_list_without_keys() {
     let err = Schema::parse(&json!({"type":"object","properties":{"l":{"type":"array","x-kubernetes-list-type":"map","items":{"type":"object"}}}}))
@@ -362,8 +383,15 @@ fn pruning_embedded_resource_keeps_type_meta() {
 fn defaulting(#[case] spec_schema: Value, #[case] spec: Value, #[case] want: Value) {
     let s = schema(spec_schema);
     let mut obj = json!({ "spec": spec });
+    // Reads skip the copy when nothing would change: the check must agree with defaulting.
+    let before = obj.clone();
+    assert_eq!(s.needs_defaults(&obj), before != json!({ "spec": want }));
     s.apply_defaults(&mut obj);
     assert_eq!(obj, json!({ "spec": want }));
+    assert!(
+        !s.needs_defaults(&obj),
+        "defaulted objects need nothing more"
+    );
 }
 
 fn replicas_schema() -> Schema {
@@ -436,6 +464,32 @@ fn cel_rule_with_message(#[case] spec: Value, #[case] want: &[&str]) {
     json!({"type":"object","properties":{"a":{"type":"string"}},"x-kubernetes-validations":[{"rule":"self.a == 'x'"}]}),
     json!({}),
     &["FieldValueInvalid|spec.n|Invalid value: \"object\": no such key: a evaluating rule: self.a == 'x'"]
+)]
+// Only the fields a node's rules select are converted to CEL; a rule that uses the value whole
+// (a size, a macro over its keys, a message expression) still sees every field.
+#[case::fields_read_by_another_rule(
+    json!({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
+        "x-kubernetes-validations":[{"rule":"has(self.a)"},{"rule":"self.b < 2"}]}),
+    json!({"a":1,"b":5}),
+    &["FieldValueInvalid|spec.n|Invalid value: failed rule: self.b < 2"]
+)]
+#[case::whole_value_size(
+    json!({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
+        "x-kubernetes-validations":[{"rule":"self.a == 1"},{"rule":"size(self) < 2","message":"too many"}]}),
+    json!({"a":1,"b":5}),
+    &["FieldValueInvalid|spec.n|Invalid value: too many"]
+)]
+#[case::whole_value_macro(
+    json!({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},
+        "x-kubernetes-validations":[{"rule":"self.all(k, k == 'a')"}]}),
+    json!({"a":1,"b":5}),
+    &["FieldValueInvalid|spec.n|Invalid value: failed rule: self.all(k, k == 'a')"]
+)]
+#[case::message_expression_reads_another_field(
+    json!({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"}},
+        "x-kubernetes-validations":[{"rule":"self.a < 2","messageExpression":"'a is too big for ' + self.b"}]}),
+    json!({"a":5,"b":"me"}),
+    &["FieldValueInvalid|spec.n|Invalid value: a is too big for me"]
 )]
 fn cel_rules(#[case] n_schema: Value, #[case] n: Value, #[case] want: &[&str]) {
     let s = schema(json!({"type":"object","properties":{"n": n_schema}}));
@@ -620,5 +674,44 @@ fn cel_optional_old_self(#[case] old: Option<Value>, #[case] spec: Value, #[case
     assert_eq!(
         s.validate(&json!({ "spec": spec }), old.as_ref()).len(),
         n_errs
+    );
+}
+
+/// Pruning names what it dropped as the warnings and strict errors spell it, in document order:
+/// the same paths a comparison of the object before and after pruning finds.
+#[test]
+fn pruning_reports_dropped_fields_in_document_order() {
+    let s = Schema::parse(&json!({
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {
+                "b": {"type": "object", "properties": {"keep": {"type": "string"}}},
+                "items": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}}},
+            }},
+        },
+    }))
+    .unwrap();
+    let mut obj = json!({
+        "apiVersion": "x/v1", "kind": "X",
+        "metadata": {"name": "n", "bogusMeta": 1},
+        "spec": {"a": 1, "b": {"keep": "y", "junk": true}, "c": null, "items": [{"k": "1", "z": 2}], "d": [1]},
+        "top": "x",
+    });
+    let before = obj.clone();
+    let dropped = s.prune_reporting(&mut obj);
+    assert_eq!(
+        dropped,
+        [
+            "metadata.bogusMeta",
+            "spec.a",
+            "spec.b.junk",
+            "spec.d",
+            "spec.items[0].z",
+            "top"
+        ]
+    );
+    assert_eq!(
+        dropped,
+        crate::semantics::meta::unknown_fields(&before, &obj)
     );
 }

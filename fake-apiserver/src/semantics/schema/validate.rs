@@ -359,8 +359,18 @@ fn map_key(keys: &[String], item: &Value) -> Value {
     Value::Object(out)
 }
 
-/// Checks `x-kubernetes-list-type` `set` and `map` for duplicates, recursively.
-pub(super) fn lists(node: &Node, v: &Value, path: &str, errs: &mut Vec<FieldCause>) {
+/// Checks `x-kubernetes-list-type` `set` and `map` for duplicates, recursively. As with the
+/// keywords, an unchanged value (`old` is the correlated previous value) is not checked again.
+pub(super) fn lists(
+    node: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    errs: &mut Vec<FieldCause>,
+) {
+    if old == Some(v) {
+        return;
+    }
     match v {
         Value::Array(items) => {
             let keyed: Option<Vec<Value>> = match node.list_type {
@@ -386,16 +396,18 @@ pub(super) fn lists(node: &Node, v: &Value, path: &str, errs: &mut Vec<FieldCaus
             }
             if let Some(item) = node.items.as_deref() {
                 for (i, x) in items.iter().enumerate() {
-                    lists(item, x, &format!("{path}[{i}]"), errs);
+                    let old_x = correlate_list_item(node, old, x);
+                    lists(item, x, old_x, &format!("{path}[{i}]"), errs);
                 }
             }
         }
         Value::Object(m) => {
             for (k, x) in m {
+                let old_x = old.and_then(|o| o.get(k));
                 if let Some(sub) = node.properties.get(k) {
-                    lists(sub, x, &child_path(path, k), errs);
+                    lists(sub, x, old_x, &child_path(path, k), errs);
                 } else if let Some(sub) = node.additional.as_deref() {
-                    lists(sub, x, &format!("{path}[{k}]"), errs);
+                    lists(sub, x, old_x, &format!("{path}[{k}]"), errs);
                 }
             }
         }
