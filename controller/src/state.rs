@@ -160,6 +160,24 @@ impl World {
         self.cluster_queues.get(&lq.spec.cluster_queue)
     }
 
+    /// [`World::local_queue_of`] and [`World::cluster_queue_of`], shared: for a pass that writes
+    /// while it holds them.
+    pub fn queues_of_shared(
+        &self,
+        wl: &Workload,
+    ) -> (Option<Arc<LocalQueue>>, Option<Arc<ClusterQueue>>) {
+        let Some(name) = wl.spec.queue_name.as_deref() else {
+            return (None, None);
+        };
+        let lq = self
+            .local_queues
+            .get_shared(&format!("{}/{name}", wl.namespace().unwrap_or_default()));
+        let cq = lq
+            .as_ref()
+            .and_then(|lq| self.cluster_queues.get_shared(&lq.spec.cluster_queue));
+        (lq, cq)
+    }
+
     /// The ClusterQueue a workload is (or would be) counted in: its admission's, else its queue's.
     pub fn cluster_queue_name_of(&self, wl: &Workload) -> Option<String> {
         if let Some(a) = wl.status.as_ref().and_then(|s| s.admission.as_ref()) {

@@ -66,6 +66,8 @@ pub struct Reconciler {
     /// The scheduler loop's pause after cycles that admitted nothing, and when it ends.
     cycle_backoff: CycleBackoff,
     schedule_not_before: Option<Timestamp>,
+    /// What scheduling cycles rebuild their quota snapshot from.
+    snapshots: schedule::SnapshotCache,
 }
 
 impl Reconciler {
@@ -96,6 +98,7 @@ impl Reconciler {
             equivalence_hashing,
             cycle_backoff: CycleBackoff::default(),
             schedule_not_before: None,
+            snapshots: schedule::SnapshotCache::default(),
         }
     }
 
@@ -204,6 +207,7 @@ impl Reconciler {
     ) {
         // Flavors affect every queue: whether it is active, and its taints and labels.
         self.requeue.insert(String::new());
+        self.snapshots.forget_queues();
         self.dirty_cluster_queues
             .extend(world.cluster_queues.keys().cloned());
         self.dirty_local_queues_of(world, None);
@@ -225,6 +229,7 @@ impl Reconciler {
             || old.map(|o| o.metadata.deletion_timestamp.is_some())
                 != new.map(|n| n.metadata.deletion_timestamp.is_some());
         if spec_changed {
+            self.snapshots.forget_queues();
             self.requeue.insert(name.clone());
             self.requeue.extend(self.cohort_of(world, &name));
             // Queue membership, checks and blockers of every workload of this queue may change.

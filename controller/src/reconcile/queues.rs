@@ -1,5 +1,9 @@
 //! The queue status pass: ClusterQueue and LocalQueue status kept current.
 
+use std::sync::Arc;
+
+use api::kueue::{ClusterQueue, LocalQueue};
+
 use super::Reconciler;
 use crate::manager::Error;
 use crate::state::World;
@@ -11,7 +15,7 @@ impl Reconciler {
         let mut progressed = false;
         let now = self.options.clock.now_time();
         for name in std::mem::take(&mut self.dirty_cluster_queues) {
-            let Some(cq) = world.cluster_queues.get(&name).cloned() else {
+            let Some(cq) = world.cluster_queues.get_shared(&name) else {
                 continue;
             };
             let workloads: Vec<_> = self
@@ -28,12 +32,13 @@ impl Reconciler {
             if cq.status.as_ref() == Some(&desired) {
                 continue;
             }
-            let mut next = cq.clone();
+            let mut next = ClusterQueue::clone(&cq);
             next.status = Some(desired);
             if let Written::Ok(new) = self.writer.replace_status(&next).await? {
-                let old = world.cluster_queues.get(&name).cloned();
-                if world.cluster_queues.apply(new.clone()) {
-                    self.cluster_queue_changed(world, old.as_ref(), Some(&new));
+                let old = world.cluster_queues.get_shared(&name);
+                let new = Arc::new(new);
+                if world.cluster_queues.apply_shared(new.clone()) {
+                    self.cluster_queue_changed(world, old.as_deref(), Some(&new));
                     // A queue's status write changes only its status.
                     self.dirty_cluster_queues.remove(&name);
                 }
@@ -47,7 +52,7 @@ impl Reconciler {
             }
         }
         for key in std::mem::take(&mut self.dirty_local_queues) {
-            let Some(lq) = world.local_queues.get(&key).cloned() else {
+            let Some(lq) = world.local_queues.get_shared(&key) else {
                 continue;
             };
             let (ns, name) = key.split_once('/').unwrap_or_default();
@@ -68,7 +73,7 @@ impl Reconciler {
             if lq.status.as_ref() == Some(&desired) {
                 continue;
             }
-            let mut next = lq.clone();
+            let mut next = LocalQueue::clone(&lq);
             next.status = Some(desired);
             if let Written::Ok(new) = self.writer.replace_status(&next).await? {
                 world.local_queues.apply(new);

@@ -1,7 +1,7 @@
 //! The scheduling cycle: take the head of every ClusterQueue, assign flavors against a snapshot of
 //! quota, and reserve quota for what fits, preempt for what could fit, and tell the rest why not.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use api::constants::{workload_condition as cond, workload_reason as reason};
 use api::kueue::{Admission, Workload, WorkloadStatus};
@@ -41,7 +41,8 @@ impl Reconciler {
             if heads.is_empty() {
                 break;
             }
-            let snap = snapshot.get_or_insert_with(|| build_snapshot(world, &self.reserving));
+            let (cache, reserving) = (&mut self.snapshots, &self.reserving);
+            let snap = snapshot.get_or_insert_with(|| cache.build(world, reserving));
             // Order the heads as Kueue does: those within nominal quota first, then priority,
             // then age.
             let mut entries = vec![];
@@ -384,9 +385,51 @@ impl Reconciler {
     }
 }
 
-/// The snapshot of quota: every ClusterQueue and the workloads holding quota in it (`reserving`,
-/// the reconciler's index, so a cycle does not scan every workload).
-fn build_snapshot(world: &World, reserving: &BTreeMap<String, BTreeSet<Key>>) -> Snapshot {
+/// What each cycle's snapshot of quota is built from, kept between cycles: the ClusterQueues and
+/// flavors (rebuilt when one of them changes) and each reserving workload's entry (recomputed when
+/// the workload changes). With many queues, a cycle runs after almost every change.
+#[derive(Default)]
+pub(super) struct SnapshotCache {
+    queues: Option<Snapshot>,
+    /// By workload key: the resourceVersion the entry was computed from, and the entry.
+    reserved: HashMap<Key, (Option<String>, ReservedWorkload)>,
+}
+
+impl SnapshotCache {
+    /// A ClusterQueue or flavor changed.
+    pub(super) fn forget_queues(&mut self) {
+        self.queues = None;
+    }
+
+    /// The snapshot of quota: every ClusterQueue and the workloads holding quota in it
+    /// (`reserving`, the reconciler's index, so a cycle does not scan every workload).
+    fn build(&mut self, world: &World, reserving: &BTreeMap<String, BTreeSet<Key>>) -> Snapshot {
+        let mut snapshot = self
+            .queues
+            .get_or_insert_with(|| queues_snapshot(world))
+            .clone();
+        let mut fresh = HashMap::with_capacity(self.reserved.len());
+        for (cq, keys) in reserving {
+            for (key, wl) in keys
+                .iter()
+                .filter_map(|k| world.workloads.get(k).map(|wl| (k, wl)))
+            {
+                let rv = wl.metadata.resource_version.clone();
+                let reserved = match self.reserved.remove(key) {
+                    Some((seen, reserved)) if seen == rv => reserved,
+                    _ => reserved_workload(wl),
+                };
+                snapshot.add_workload(cq, reserved.clone());
+                fresh.insert(key.clone(), (rv, reserved));
+            }
+        }
+        self.reserved = fresh;
+        snapshot
+    }
+}
+
+/// Every ClusterQueue and flavor, without workloads.
+fn queues_snapshot(world: &World) -> Snapshot {
     let mut snapshot = Snapshot {
         flavors: world
             .flavors
@@ -401,11 +444,6 @@ fn build_snapshot(world: &World, reserving: &BTreeMap<String, BTreeSet<Key>>) ->
         }) {
             Ok(s) => snapshot.insert_cluster_queue(s),
             Err(e) => tracing::warn!(cluster_queue = %name, error = %e, "skipping ClusterQueue"),
-        }
-    }
-    for (cq, keys) in reserving {
-        for wl in keys.iter().filter_map(|k| world.workloads.get(k)) {
-            snapshot.add_workload(cq, reserved_workload(wl));
         }
     }
     snapshot

@@ -19,8 +19,7 @@ impl Reconciler {
             };
             // Its queues may have appeared, changed or become active since it last changed.
             self.place(world, &key, Some(&wl));
-            let lq = world.local_queue_of(&wl).cloned();
-            let cq = world.cluster_queue_of(&wl).cloned();
+            let (lq, cq) = world.queues_of_shared(&wl);
             let cq_active = cq
                 .as_ref()
                 .is_some_and(|cq| crate::status::cluster_queue_active(cq, world).0);
@@ -42,8 +41,8 @@ impl Reconciler {
             }
             let ctx = lifecycle::Context {
                 now: self.options.clock.now_time(),
-                local_queue: lq.as_ref(),
-                cluster_queue: cq.as_ref(),
+                local_queue: lq.as_deref(),
+                cluster_queue: cq.as_deref(),
                 cluster_queue_active: cq_active,
                 owned_by_job,
                 observability: self.observability(),
