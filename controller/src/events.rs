@@ -212,16 +212,16 @@ mod tests {
         let mut state = State::default();
         state
             .series
-            .insert("old".into(), event_at("2026-01-01T00:00:00Z"));
+            .insert("old".into(), Box::new(event_at("2026-01-01T00:00:00Z")));
         state
             .series
-            .insert("new".into(), event_at("2026-01-01T00:05:00Z"));
+            .insert("new".into(), Box::new(event_at("2026-01-01T00:05:00Z")));
         state.sweep(at("2026-01-01T00:06:30Z"));
         assert_eq!(state.series.keys().collect::<Vec<_>>(), ["new"]);
         // Within the minute, nothing is swept, even what has expired since.
         state
             .series
-            .insert("older".into(), event_at("2025-12-31T00:00:00Z"));
+            .insert("older".into(), Box::new(event_at("2025-12-31T00:00:00Z")));
         state.sweep(at("2026-01-01T00:07:00Z"));
         assert!(state.series.contains_key("older"));
         state.sweep(at("2026-01-01T00:07:31Z"));

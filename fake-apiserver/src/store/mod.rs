@@ -398,7 +398,9 @@ impl Store {
             self.gone_owners.push_back(uid.to_string());
             self.pending.remove(key);
         }
-        if let Some(uid) = new.and_then(|o| o["metadata"]["uid"].as_str()) {
+        if let Some(uid) = new.and_then(|o| o["metadata"]["uid"].as_str())
+            && self.uids.get(uid) != Some(key)
+        {
             self.uids.insert(uid.to_string(), key.clone());
         }
     }
