@@ -131,6 +131,12 @@ fn newer<K: Resource>(a: &K, b: &K) -> bool {
     }
 }
 
+/// The key of the LocalQueue a workload names.
+fn local_queue_key(wl: &Workload) -> Option<Key> {
+    let name = wl.spec.queue_name.as_deref()?;
+    Some(format!("{}/{name}", wl.namespace().unwrap_or_default()))
+}
+
 /// Everything the controller watches.
 #[derive(Debug, Default)]
 pub struct World {
@@ -149,9 +155,7 @@ pub struct World {
 impl World {
     /// The LocalQueue a workload names, if it exists.
     pub fn local_queue_of(&self, wl: &Workload) -> Option<&LocalQueue> {
-        let name = wl.spec.queue_name.as_deref()?;
-        self.local_queues
-            .get(&format!("{}/{name}", wl.namespace().unwrap_or_default()))
+        self.local_queues.get(&local_queue_key(wl)?)
     }
 
     /// The ClusterQueue behind a workload's LocalQueue, if both exist.
@@ -166,12 +170,7 @@ impl World {
         &self,
         wl: &Workload,
     ) -> (Option<Arc<LocalQueue>>, Option<Arc<ClusterQueue>>) {
-        let Some(name) = wl.spec.queue_name.as_deref() else {
-            return (None, None);
-        };
-        let lq = self
-            .local_queues
-            .get_shared(&format!("{}/{name}", wl.namespace().unwrap_or_default()));
+        let lq = local_queue_key(wl).and_then(|key| self.local_queues.get_shared(&key));
         let cq = lq
             .as_ref()
             .and_then(|lq| self.cluster_queues.get_shared(&lq.spec.cluster_queue));

@@ -625,23 +625,8 @@ impl Store {
         Ok(Answer::Committed(change))
     }
 
-    // The arguments mirror the request: kind, namespace, name, patch type, body, subresource, options.
-    #[allow(clippy::too_many_arguments)]
-    pub fn patch(
-        &mut self,
-        rt: &ResourceType,
-        ns: &str,
-        name: &str,
-        kind: PatchKind,
-        body: &[u8],
-        sub: Subresource,
-        opts: &WriteOptions,
-    ) -> ApiResult<Value> {
-        self.patch_answer(rt, ns, name, kind, body, sub, opts)
-            .map(|a| a.into_value(rt))
-    }
-
-    /// [`Store::patch`], answering with the committed change.
+    /// A JSON, merge or strategic merge patch, answering with the committed change. The arguments
+    /// mirror the request: kind, namespace, name, patch type, body, subresource, options.
     #[allow(clippy::too_many_arguments)]
     pub fn patch_answer(
         &mut self,

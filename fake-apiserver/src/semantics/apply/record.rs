@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::{
-    Atomic, Entry, ListTypes, Path, Pe, changed_fields, is_ignored, item_key, item_matches,
+    Atomic, ListTypes, Path, Pe, changed_fields, is_ignored, item_key, item_matches, set_to_fields,
 };
 
 /// Records a non-apply write (create/update/patch) by `manager` in managedFields: the manager
@@ -39,47 +39,25 @@ pub fn record_update(
         let Ok(fields) = fields_of_new(new, lists).or_else(|_| fields_of_new(new, &Atomic)) else {
             return;
         };
-        if !fields.is_empty() {
-            let mut entry = Map::new();
-            for (k, v) in [
-                ("manager", manager),
-                ("operation", "Update"),
-                ("apiVersion", api_version),
-                ("time", now),
-                ("fieldsType", "FieldsV1"),
-            ] {
-                entry.insert(k.into(), Value::String(v.to_string()));
-            }
-            entry.insert("fieldsV1".into(), Value::Object(fields));
-            if !subresource.is_empty() {
-                entry.insert("subresource".into(), Value::String(subresource.to_string()));
-            }
-            if let Some(root) = new.as_object_mut() {
-                let meta = root
-                    .entry("metadata")
-                    .or_insert_with(|| Value::Object(Map::new()));
-                if let Value::Object(meta) = meta {
-                    meta.insert(
-                        "managedFields".into(),
-                        Value::Array(vec![Value::Object(entry)]),
-                    );
-                }
-            }
-        }
+        let entries = if fields.is_empty() {
+            Vec::new()
+        } else {
+            let fields = Value::Object(fields);
+            vec![update_entry(manager, api_version, now, subresource, fields)]
+        };
+        put_entries(new, entries);
         return;
     };
-    let old = Some(old);
     // A list with duplicate or missing keys is treated as atomic when the write changed it. One
     // in an unchanged part of the object is not looked at.
     let Ok(touched) =
-        changed_fields(old, new, lists).or_else(|_| changed_fields(old, new, &Atomic))
+        changed_fields(Some(old), new, lists).or_else(|_| changed_fields(Some(old), new, &Atomic))
     else {
+        // Not reached (atomic lists cannot fail), but the stored entries are never dropped.
+        put_entries(new, entries);
         return;
     };
-    let removed = match old {
-        Some(o) => removed_fields(o, new, lists),
-        None => Vec::new(),
-    };
+    let removed = removed_fields(old, new, lists);
 
     let is_me = |e: &Value| {
         e["operation"] != "Apply"
@@ -111,17 +89,13 @@ pub fn record_update(
                 }
                 e["time"] = Value::String(now.to_string());
             }
-            None => entries.push(
-                Entry {
-                    manager: manager.to_string(),
-                    operation: "Update".into(),
-                    api_version: api_version.to_string(),
-                    time: Some(now.to_string()),
-                    subresource: subresource.to_string(),
-                    set: touched,
-                }
-                .to_json(),
-            ),
+            None => entries.push(update_entry(
+                manager,
+                api_version,
+                now,
+                subresource,
+                set_to_fields(&touched),
+            )),
         }
     }
     entries.retain(|e| {
@@ -140,12 +114,43 @@ pub fn record_update(
             text(e, "subresource"),
         )
     });
-    if let Some(meta) = new.as_object_mut().map(|root| {
+    put_entries(new, entries);
+}
+
+/// A new entry of operation Update owning `fields`.
+fn update_entry(
+    manager: &str,
+    api_version: &str,
+    now: &str,
+    subresource: &str,
+    fields: Value,
+) -> Value {
+    let mut entry = Map::new();
+    for (k, v) in [
+        ("manager", manager),
+        ("operation", "Update"),
+        ("apiVersion", api_version),
+        ("time", now),
+        ("fieldsType", "FieldsV1"),
+    ] {
+        entry.insert(k.into(), Value::String(v.to_string()));
+    }
+    entry.insert("fieldsV1".into(), fields);
+    if !subresource.is_empty() {
+        entry.insert("subresource".into(), Value::String(subresource.to_string()));
+    }
+    Value::Object(entry)
+}
+
+/// Stores `entries` as the object's managedFields (taken out beforehand; none leaves none).
+fn put_entries(obj: &mut Value, entries: Vec<Value>) {
+    if entries.is_empty() {
+        return;
+    }
+    if let Some(Value::Object(meta)) = obj.as_object_mut().map(|root| {
         root.entry("metadata")
             .or_insert_with(|| Value::Object(Map::new()))
-    }) && let Value::Object(meta) = meta
-        && !entries.is_empty()
-    {
+    }) {
         meta.insert("managedFields".into(), Value::Array(entries));
     }
 }
@@ -458,8 +463,7 @@ fn removed(
 #[cfg(test)]
 mod tests {
     use super::super::{
-        FieldSet, fields_to_set, read_entries, resolve, set_to_fields, strip_managed_fields,
-        write_entries,
+        Entry, FieldSet, fields_to_set, read_entries, resolve, strip_managed_fields, write_entries,
     };
     use super::*;
 

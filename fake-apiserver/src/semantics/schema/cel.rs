@@ -173,18 +173,19 @@ impl Reads {
             }
         }
     }
+}
 
-    /// The fields every one of `rules` needs, or `None` when one of them needs the whole value.
-    fn union<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Option<BTreeSet<String>> {
-        let mut all = BTreeSet::new();
-        for r in rules {
-            if r.reads.whole {
-                return None;
-            }
-            all.extend(r.reads.fields.iter().cloned());
+/// The fields of `self` every one of `rules` reads, or `None` when one of them needs the whole
+/// value. Computed once per schema node.
+pub(super) fn fields_read(rules: &[Rule]) -> Option<BTreeSet<String>> {
+    let mut all = BTreeSet::new();
+    for r in rules {
+        if r.reads.whole {
+            return None;
         }
-        Some(all)
+        all.extend(r.reads.fields.iter().cloned());
     }
+    Some(all)
 }
 
 fn is_self(name: &str) -> bool {
@@ -400,12 +401,12 @@ fn walk(
         .filter(|r| r.transition || !unchanged)
         .peekable();
     if evaluated.peek().is_some() {
-        let reads = Reads::union(&node.rules);
-        let this = to_cel_reading(ctx, Some(node), v, reads.as_ref());
+        let reads = node.rule_reads.as_ref();
+        let this = to_cel_reading(ctx, Some(node), v, reads);
         // oldSelf is only converted when a transition rule will read it.
         let prev = old
             .filter(|_| node.rules.iter().any(|r| r.transition))
-            .map(|o| to_cel_reading(ctx, Some(node), o, reads.as_ref()));
+            .map(|o| to_cel_reading(ctx, Some(node), o, reads));
         for rule in evaluated {
             let old_self = if rule.transition && rule.optional_old_self {
                 optional(ctx, prev.as_ref())

@@ -98,6 +98,8 @@ struct Node {
     list_map_keys: Vec<String>,
     default: Option<Value>,
     rules: Vec<cel::Rule>,
+    /// The fields of `self` the rules read, when they read fields only: all CEL is given of it.
+    rule_reads: Option<std::collections::BTreeSet<String>>,
     /// Whether this node or any below it has CEL rules, and transition rules (`oldSelf`): what
     /// the CEL walk may skip.
     rules_below: bool,
@@ -272,6 +274,7 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
             )?);
         }
     }
+    n.rule_reads = cel::fields_read(&n.rules);
     let children = n
         .properties
         .values()
