@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::{Client, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 
 use crate::Clock;
 
@@ -41,13 +41,23 @@ pub struct Recorder {
 
 #[derive(Default)]
 struct State {
-    /// The last recorded event of each series, by [`series_key`]. Boxed: a run records thousands,
-    /// and a growing map moves its values.
-    series: HashMap<String, Box<Event>>,
+    /// Each series seen within [`SERIES_WINDOW`], by [`series_key`]. A run records thousands of
+    /// events: only what a repeat needs is kept, not the event.
+    series: HashMap<String, Series>,
     next_sweep: Option<Timestamp>,
     /// The last name's timestamp: names must stay unique when events share an instant, as they
     /// do on virtual time.
     last_nanos: i128,
+}
+
+/// A recorded event, as far as a repeat of it needs.
+#[derive(Debug, Clone, PartialEq)]
+struct Series {
+    namespace: String,
+    name: String,
+    /// Occurrences so far: 1 for the created event.
+    count: i32,
+    last_observed: Timestamp,
 }
 
 impl Recorder {
@@ -68,40 +78,54 @@ impl Recorder {
     ) -> Result<(), kube::Error> {
         let now = self.clock.now();
         let key = series_key(occurrence, regarding);
-        let event = {
+        let (repeat, nanos) = {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             state.sweep(now);
             match state.series.get(&key) {
-                Some(previous) => {
-                    let mut event = Event::clone(previous);
-                    let count = event.series.as_ref().map_or(2, |s| s.count + 1);
-                    event.series = Some(EventSeries {
-                        count,
-                        last_observed_time: MicroTime(now),
-                    });
-                    event
-                }
-                None => {
-                    let nanos = state.unique_nanos(now);
-                    self.new_event(occurrence, regarding, now, nanos)
+                Some(series) => (Some(series.clone()), 0),
+                None => (None, state.unique_nanos(now)),
+            }
+        };
+        let series = match repeat {
+            Some(mut series) => {
+                series.count += 1;
+                series.last_observed = now;
+                // As client-go's events library: a repeat patches only the series.
+                let patch = serde_json::json!({"series": EventSeries {
+                    count: series.count,
+                    last_observed_time: MicroTime(now),
+                }});
+                let api: Api<Event> = Api::namespaced(self.client.clone(), &series.namespace);
+                api.patch(&series.name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+                series
+            }
+            None => {
+                let event = self.new_event(occurrence, regarding, now, nanos);
+                let namespace = event.metadata.namespace.clone().unwrap_or_default();
+                self.create(&event, &namespace).await?;
+                Series {
+                    namespace,
+                    name: event.name_any(),
+                    count: 1,
+                    last_observed: now,
                 }
             }
         };
-        let namespace = regarding.namespace.as_deref().unwrap_or("default");
-        let api: Api<Event> = Api::namespaced(self.client.clone(), namespace);
-        if event.series.is_some() {
-            api.patch(
-                &event.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&event),
-            )
-            .await?;
-        } else {
-            api.create(&PostParams::default(), &event).await?;
-        }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.series.insert(key, Box::new(event));
+        state.series.insert(key, series);
         Ok(())
+    }
+
+    /// Creates `event`, without reading back the created event: nothing here needs it, and
+    /// decoding thousands of them costs.
+    async fn create(&self, event: &Event, namespace: &str) -> Result<(), kube::Error> {
+        let body = serde_json::to_vec(event).map_err(kube::Error::SerdeError)?;
+        let mut request = kube::core::Request::new(Event::url_path(&(), Some(namespace)))
+            .create(&PostParams::default(), body)
+            .map_err(kube::Error::BuildRequest)?;
+        request.extensions_mut().insert("create");
+        self.client.request_text(request).await.map(drop)
     }
 
     fn new_event(
@@ -119,7 +143,12 @@ impl Recorder {
             regarding: Some(regarding.clone()),
             note: Some(occurrence.note.to_owned()),
             metadata: ObjectMeta {
-                namespace: regarding.namespace.clone(),
+                namespace: Some(
+                    regarding
+                        .namespace
+                        .clone()
+                        .unwrap_or_else(|| "default".to_owned()),
+                ),
                 // The name client libraries give events: the object's name and a hex timestamp.
                 name: Some(format!("{object}.{nanos:x}")),
                 ..Default::default()
@@ -145,13 +174,10 @@ impl State {
         if self.next_sweep.is_some_and(|at| now < at) {
             return;
         }
-        self.series.retain(|_, e| {
-            let last = e
-                .series
-                .as_ref()
-                .map(|s| s.last_observed_time.0)
-                .or(e.event_time.as_ref().map(|t| t.0));
-            last.is_some_and(|t| t.saturating_add(SERIES_WINDOW).is_ok_and(|end| end > now))
+        self.series.retain(|_, s| {
+            s.last_observed
+                .saturating_add(SERIES_WINDOW)
+                .is_ok_and(|end| end > now)
         });
         self.next_sweep = now.saturating_add(SWEEP_EVERY).ok();
     }
@@ -190,10 +216,12 @@ mod tests {
         s.parse().expect("timestamp")
     }
 
-    fn event_at(t: &str) -> Event {
-        Event {
-            event_time: Some(MicroTime(at(t))),
-            ..Default::default()
+    fn series_at(t: &str) -> Series {
+        Series {
+            namespace: "ns".into(),
+            name: "e".into(),
+            count: 1,
+            last_observed: at(t),
         }
     }
 
@@ -212,16 +240,16 @@ mod tests {
         let mut state = State::default();
         state
             .series
-            .insert("old".into(), Box::new(event_at("2026-01-01T00:00:00Z")));
+            .insert("old".into(), series_at("2026-01-01T00:00:00Z"));
         state
             .series
-            .insert("new".into(), Box::new(event_at("2026-01-01T00:05:00Z")));
+            .insert("new".into(), series_at("2026-01-01T00:05:00Z"));
         state.sweep(at("2026-01-01T00:06:30Z"));
         assert_eq!(state.series.keys().collect::<Vec<_>>(), ["new"]);
         // Within the minute, nothing is swept, even what has expired since.
         state
             .series
-            .insert("older".into(), Box::new(event_at("2025-12-31T00:00:00Z")));
+            .insert("older".into(), series_at("2025-12-31T00:00:00Z"));
         state.sweep(at("2026-01-01T00:07:00Z"));
         assert!(state.series.contains_key("older"));
         state.sweep(at("2026-01-01T00:07:31Z"));
@@ -261,5 +289,70 @@ mod tests {
                 series_key(&occurrence("a"), &other)
             );
         }
+    }
+
+    /// Against an API server: a repeat patches the series of the event it repeats (count and
+    /// last time; the first note stays), and another reason is an event of its own.
+    #[tokio::test(start_paused = true)]
+    async fn a_repeat_patches_the_series_and_another_reason_is_a_new_event() {
+        let start = at("2026-01-01T00:00:00Z");
+        let server = fake_apiserver::FakeApiServer::builder()
+            .start_time(start)
+            .build()
+            .expect("server starts");
+        let clock = Clock::anchored(start, tokio::time::Instant::now());
+        let recorder = Recorder::new(server.client(), "kueue-admission", clock);
+        let regarding = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+            namespace: Some("default".into()),
+            name: Some("cm".into()),
+            resource_version: Some("5".into()),
+            ..Default::default()
+        };
+        let occurrence = |reason, note| Occurrence {
+            warning: false,
+            reason,
+            action: reason,
+            note,
+        };
+        recorder
+            .publish(&occurrence("Pending", "first"), &regarding)
+            .await
+            .expect("created");
+        tokio::time::advance(std::time::Duration::from_secs(10)).await;
+        recorder
+            .publish(&occurrence("Pending", "second"), &regarding)
+            .await
+            .expect("patched");
+        recorder
+            .publish(&occurrence("Admitted", "third"), &regarding)
+            .await
+            .expect("created");
+
+        let events: Api<Event> = Api::namespaced(server.client(), "default");
+        let mut list = events.list(&Default::default()).await.expect("list").items;
+        list.sort_by_key(|e| e.reason.clone());
+        let summary: Vec<_> = list
+            .iter()
+            .map(|e| {
+                (
+                    e.reason.clone().unwrap_or_default(),
+                    e.note.clone().unwrap_or_default(),
+                    e.series.as_ref().map(|s| (s.count, s.last_observed_time.0)),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("Admitted".to_string(), "third".to_string(), None),
+                (
+                    "Pending".to_string(),
+                    "first".to_string(),
+                    Some((2, at("2026-01-01T00:00:10Z")))
+                ),
+            ]
+        );
     }
 }

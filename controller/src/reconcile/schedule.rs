@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use api::constants::{workload_condition as cond, workload_reason as reason};
 use api::kueue::{Admission, Workload, WorkloadStatus};
+use k8s_openapi::api::core::v1::PodSpec;
 use kube::ResourceExt;
 
 use super::Reconciler;
@@ -141,8 +142,9 @@ impl Reconciler {
             .pod_sets
             .iter()
             .map(|ps| {
-                let spec = ps.template.spec.clone().unwrap_or_default();
-                let per_pod = resources::podset_requests(&spec, ps.count, &self.transformer)
+                let no_spec = PodSpec::default();
+                let spec = ps.template.spec.as_ref().unwrap_or(&no_spec);
+                let per_pod = resources::podset_requests(spec, ps.count, &self.transformer)
                     .map(|r| r.per_pod)
                     .unwrap_or_default();
                 let affinity = spec
@@ -337,14 +339,15 @@ impl Reconciler {
         message: &str,
     ) -> Result<bool, Error> {
         let now = self.options.clock.now_time();
-        let mut next = wl.clone();
         let generation = wl.metadata.generation;
         let observability = self.observability();
         let requests = self.resource_requests(wl);
-        let status = next.status.get_or_insert_with(WorkloadStatus::default);
+        // Most cycles leave a pending workload as it was: decide on its status alone, and copy
+        // the whole workload only for a write.
+        let mut status = wl.status.clone().unwrap_or_default();
         let why = if observability { why } else { reason::PENDING };
         let mut changed = lifecycle::unset_quota_reservation(
-            status,
+            &mut status,
             generation,
             &now,
             why,
@@ -358,6 +361,11 @@ impl Reconciler {
         if !changed {
             return Ok(false);
         }
+        let next = Workload {
+            metadata: wl.metadata.clone(),
+            spec: wl.spec.clone(),
+            status: Some(status),
+        };
         let Written::Ok(new) = self.writer.replace_status(&next).await? else {
             return Ok(false);
         };
@@ -372,8 +380,9 @@ impl Reconciler {
             .pod_sets
             .iter()
             .map(|ps| {
-                let spec = ps.template.spec.clone().unwrap_or_default();
-                let resources = resources::podset_requests(&spec, ps.count, &self.transformer)
+                let no_spec = PodSpec::default();
+                let spec = ps.template.spec.as_ref().unwrap_or(&no_spec);
+                let resources = resources::podset_requests(spec, ps.count, &self.transformer)
                     .map(|r| r.to_quantities())
                     .unwrap_or_default();
                 api::kueue::PodSetRequest {

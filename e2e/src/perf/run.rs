@@ -68,6 +68,9 @@ fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> RunError 
 /// What a run measured.
 pub struct RunReport {
     pub summary: Summary,
+    /// The world as the run left it. Dropping it stops the controller and frees every object
+    /// (about a second after the baseline); a benchmark about to exit can skip that.
+    pub world: TestEnv,
 }
 
 /// Where a run is, reported every [`PROGRESS_EVERY`] of virtual time.
@@ -202,6 +205,7 @@ pub async fn run_with_progress(
     }
     Ok(RunReport {
         summary: recorder.summary(),
+        world: env,
     })
 }
 

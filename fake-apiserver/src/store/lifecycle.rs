@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::write::CRD_CLEANUP;
-use super::{ChangeType, ObjKey, Propagation, Store};
+use super::{ChangeType, ObjKey, Propagation, Store, Stored};
 use crate::catalog::Lifecycle;
 use crate::semantics::meta::{has_finalizer, is_deleting, removable, remove_finalizer};
 
@@ -42,7 +42,7 @@ impl Store {
     /// references to gone owners from dependents that still have a live one, as the real collector does.
     fn collect_dependents_of(&mut self, owner_uid: &str) {
         for key in self.dependents_of(owner_uid) {
-            let Some(obj) = self.objects.get(&key).cloned() else {
+            let Some(obj) = self.objects.get(&key).map(Stored::object) else {
                 continue;
             };
             if is_deleting(&obj) {
@@ -79,7 +79,7 @@ impl Store {
         let keys: Vec<ObjKey> = self.pending.iter().cloned().collect();
         let before = self.rv;
         for key in keys {
-            let Some(obj) = self.objects.get(&key).cloned() else {
+            let Some(obj) = self.objects.get(&key).map(Stored::object) else {
                 self.pending.remove(&key);
                 continue;
             };
@@ -143,7 +143,7 @@ impl Store {
             return;
         };
         for key in self.dependents_of(uid) {
-            let Some(dep) = self.objects.get(&key).cloned() else {
+            let Some(dep) = self.objects.get(&key).map(Stored::object) else {
                 continue;
             };
             let refs = dep["metadata"]["ownerReferences"]
@@ -166,7 +166,7 @@ impl Store {
         };
         let mut blocking = false;
         for key in self.dependents_of(uid) {
-            let Some(dep) = self.objects.get(&key).cloned() else {
+            let Some(dep) = self.objects.get(&key).map(Stored::object) else {
                 continue;
             };
             let refs = dep["metadata"]["ownerReferences"]
@@ -216,7 +216,11 @@ impl Store {
             .cloned()
             .collect();
         for key in &keys {
-            if self.objects.get(key).is_some_and(|o| !is_deleting(o)) {
+            if self
+                .objects
+                .get(key)
+                .is_some_and(|o| !is_deleting(&o.object()))
+            {
                 self.delete_key(key, Propagation::Background);
             }
         }

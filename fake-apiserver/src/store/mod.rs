@@ -7,6 +7,7 @@ mod lifecycle;
 mod observe;
 mod read;
 mod scale;
+mod stored;
 mod watch;
 mod write;
 
@@ -21,6 +22,7 @@ use tokio::sync::mpsc;
 use crate::catalog::{Catalog, ResourceType};
 use crate::clock::Clock;
 use crate::semantics::selectors::{FieldSelector, LabelSelector};
+use stored::Stored;
 
 pub use observe::{ChangeFeed, Observed};
 pub use read::ListPage;
@@ -64,7 +66,15 @@ pub struct Change {
     pub old: Option<Arc<Value>>,
     /// The object serialised for the first version a watcher asked for: with many watchers of one
     /// kind, each change is rendered and serialised once, not once per watcher.
-    rendered: OnceLock<(String, bytes::Bytes)>,
+    rendered: OnceLock<Rendered>,
+}
+
+#[derive(Debug)]
+struct Rendered {
+    version: String,
+    json: bytes::Bytes,
+    /// Rendering changed nothing: `json` is also the stored object's JSON.
+    verbatim: bool,
 }
 
 impl Change {
@@ -88,16 +98,28 @@ impl Change {
     /// The object as JSON for readers of `rt`.
     pub fn json_for(&self, rt: &ResourceType) -> bytes::Bytes {
         let version = rt.api_version();
-        if let Some((v, json)) = self.rendered.get()
-            && *v == version
+        if let Some(r) = self.rendered.get()
+            && r.version == version
         {
-            return json.clone();
+            return r.json.clone();
         }
-        let json = bytes::Bytes::from(
-            serde_json::to_vec(render_ref(rt, &self.object).as_ref()).unwrap_or_default(),
-        );
-        let _ = self.rendered.set((version, json.clone()));
+        let rendered = render_ref(rt, &self.object);
+        let verbatim = matches!(rendered, std::borrow::Cow::Borrowed(_));
+        let json = bytes::Bytes::from(serde_json::to_vec(rendered.as_ref()).unwrap_or_default());
+        let _ = self.rendered.set(Rendered {
+            version,
+            json: json.clone(),
+            verbatim,
+        });
         json
+    }
+
+    /// The stored object's JSON, if a reader's rendering already made it.
+    fn stored_json(&self) -> Option<bytes::Bytes> {
+        self.rendered
+            .get()
+            .filter(|r| r.verbatim)
+            .map(|r| r.json.clone())
     }
 }
 
@@ -206,7 +228,7 @@ pub struct Store {
     catalog: Catalog,
     clock: Clock,
     config: StoreConfig,
-    objects: BTreeMap<ObjKey, Arc<Value>>,
+    objects: BTreeMap<ObjKey, Stored>,
     rv: u64,
     history: VecDeque<Arc<Change>>,
     /// Changes up to and including this resourceVersion have left the history.
@@ -340,8 +362,9 @@ impl Store {
         let obj = Arc::new(obj);
         let old = match kind {
             ChangeType::Deleted => self.objects.remove(&key),
-            _ => self.objects.insert(key.clone(), obj.clone()),
-        };
+            _ => self.objects.insert(key.clone(), Stored::Live(obj.clone())),
+        }
+        .map(Stored::into_object);
         self.reindex(
             &key,
             old.as_deref(),
@@ -361,6 +384,9 @@ impl Store {
         while self.history.len() > self.config.history_limit {
             if let Some(dropped) = self.history.pop_front() {
                 self.compacted_rv = dropped.rv;
+                if let Some(stored) = self.objects.get_mut(&dropped.key) {
+                    stored.quiet_if_unchanged(&dropped.object, dropped.stored_json());
+                }
             }
         }
     }

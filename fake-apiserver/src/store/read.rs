@@ -8,7 +8,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
-use super::{ListOptions, ObjKey, Store, render};
+use super::{ListOptions, ObjKey, Store, Stored, render};
 use crate::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
 
@@ -70,10 +70,15 @@ fn decode_continue(token: &str) -> ApiResult<(Option<u64>, String, String)> {
 
 impl Store {
     pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
-        self.get_stored(rt, ns, name).map(|o| render(rt, o))
+        self.get_stored(rt, ns, name).map(|o| render(rt, &o))
     }
 
-    pub(super) fn get_stored(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<&Value> {
+    pub(super) fn get_stored(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> ApiResult<Arc<Value>> {
         if rt.create_only {
             return Err(ApiError::method_not_allowed(format!(
                 "{} only supports create",
@@ -82,7 +87,7 @@ impl Store {
         }
         self.objects
             .get(&Store::key(rt, ns, name))
-            .map(|o| &**o)
+            .map(Stored::object)
             .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
     }
 
@@ -209,11 +214,11 @@ impl Store {
         let mut remaining = 0u64;
         for key in keys {
             let obj = match past.get(key) {
-                Some(then) => *then,
-                None => self.objects.get(key),
+                Some(then) => then.cloned(),
+                None => self.objects.get(key).map(Stored::object),
             };
             let Some(obj) = obj else { continue };
-            if !Self::selects(rt, ns, opts, obj) {
+            if !Self::selects(rt, ns, opts, &obj) {
                 continue;
             }
             if limit.is_some_and(|l| items.len() >= l) {
@@ -223,7 +228,7 @@ impl Store {
                 }
                 continue;
             }
-            items.push(render(rt, obj));
+            items.push(render(rt, &obj));
             last = Some(key);
         }
         let continue_token = match (remaining > 0, last) {

@@ -61,7 +61,7 @@ impl Store {
                             self.rv,
                             ChangeType::Added,
                             k.clone(),
-                            o.clone(),
+                            o.object(),
                             None,
                         ))
                     })

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::{
     Answer, ChangeType, DeleteOptions, FieldValidation, ListOptions, ObjKey, Propagation, Store,
-    Subresource, WriteOptions, render,
+    Stored, Subresource, WriteOptions, render,
 };
 use crate::catalog::{Lifecycle, ResourceType, crd_types};
 use crate::error::{ApiError, ApiResult, FieldCause, success_status};
@@ -124,7 +124,7 @@ impl Store {
         let key = Store::key(&ns_type, "", ns);
         match self.objects.get(&key) {
             None => Err(ApiError::not_found("", "namespaces", ns)),
-            Some(n) if is_deleting(n) => Err(ApiError::forbidden(
+            Some(n) if n.is_deleting() => Err(ApiError::forbidden(
                 &rt.group,
                 &rt.plural,
                 name,
@@ -430,7 +430,7 @@ impl Store {
             )));
         }
         let key = Store::key(rt, ns, name);
-        let Some(old) = self.objects.get(&key).cloned() else {
+        let Some(old) = self.objects.get(&key).map(Stored::object) else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
         let requested_rv = obj["metadata"]["resourceVersion"]
@@ -651,7 +651,7 @@ impl Store {
         }
         crate::semantics::patch::ensure_supported(kind, rt.crd.is_some())?;
         let key = Store::key(rt, ns, name);
-        let Some(old) = self.objects.get(&key).cloned() else {
+        let Some(old) = self.objects.get(&key).map(Stored::object) else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
         let patched = apply_patch(kind, &rt.group, &rt.kind, &render(rt, &old), body)?;
@@ -680,7 +680,7 @@ impl Store {
             ));
         }
         let key = Store::key(rt, ns, name);
-        let Some(old) = self.objects.get(&key).cloned() else {
+        let Some(old) = self.objects.get(&key).map(Stored::object) else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
         let uid = old["metadata"]["uid"].as_str().unwrap_or("").to_string();
@@ -741,7 +741,7 @@ impl Store {
         key: &ObjKey,
         propagation: Propagation,
     ) -> Option<Arc<Value>> {
-        let old = self.objects.get(key).cloned()?;
+        let old = self.objects.get(key).map(Stored::object)?;
         let mut list = finalizers(&old);
         let policy_finalizer = match propagation {
             Propagation::Orphan => Some("orphan"),

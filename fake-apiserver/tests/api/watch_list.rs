@@ -765,6 +765,43 @@ async fn kube_watch_from_an_expired_resource_version_gets_an_error_event_then_th
     assert!(end.is_none(), "nothing follows the ERROR event");
 }
 
+/// Objects whose last change the history has dropped are kept as JSON (memory): a client still
+/// reads, lists, watches, patches and deletes them as before.
+#[tokio::test(start_paused = true)]
+async fn objects_older_than_the_history_behave_as_before() {
+    let s = short_history_server();
+    let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
+    let old = create_cm(&cms, "old", &[("tier", "a")]).await;
+    for i in 0..4 {
+        create_cm(&cms, &format!("new-{i}"), &[]).await;
+    }
+    assert_eq!(cms.get("old").await.expect("get"), old);
+    let listed = cms
+        .list(&ListParams::default().labels("tier=a"))
+        .await
+        .expect("list");
+    assert_eq!(listed.items, vec![old.clone()]);
+    let mut events = watch(&cms, &WatchParams::default(), "0").await;
+    let mut initial = vec![];
+    for _ in 0..5 {
+        initial.push(next_summary(&mut events).await);
+    }
+    assert!(initial.contains(&ev("ADDED", "old")), "{initial:?}");
+
+    let patched = set_data(&cms, "old", "v1").await;
+    assert_eq!(patched.metadata.uid, old.metadata.uid);
+    assert_eq!(
+        patched.metadata.creation_timestamp,
+        old.metadata.creation_timestamp
+    );
+    assert_eq!(patched.labels(), old.labels());
+    assert_eq!(next_summary(&mut events).await, ev("MODIFIED", "old"));
+    cms.delete("old", &DeleteParams::default())
+        .await
+        .expect("delete");
+    assert_eq!(next_summary(&mut events).await, ev("DELETED", "old"));
+}
+
 #[tokio::test(start_paused = true)]
 async fn watch_from_a_resource_version_still_in_history_is_not_expired() {
     let s = short_history_server();
