@@ -216,11 +216,7 @@ impl Store {
             .cloned()
             .collect();
         for key in &keys {
-            if self
-                .objects
-                .get(key)
-                .is_some_and(|o| !is_deleting(&o.object()))
-            {
+            if self.objects.get(key).is_some_and(|o| !o.is_deleting()) {
                 self.delete_key(key, Propagation::Background);
             }
         }
