@@ -142,8 +142,7 @@ impl Reconciler {
             .pod_sets
             .iter()
             .map(|ps| {
-                let no_spec = PodSpec::default();
-                let spec = ps.template.spec.as_ref().unwrap_or(&no_spec);
+                let spec = pod_spec(ps);
                 let per_pod = resources::podset_requests(spec, ps.count, &self.transformer)
                     .map(|r| r.per_pod)
                     .unwrap_or_default();
@@ -380,8 +379,7 @@ impl Reconciler {
             .pod_sets
             .iter()
             .map(|ps| {
-                let no_spec = PodSpec::default();
-                let spec = ps.template.spec.as_ref().unwrap_or(&no_spec);
+                let spec = pod_spec(ps);
                 let resources = resources::podset_requests(spec, ps.count, &self.transformer)
                     .map(|r| r.to_quantities())
                     .unwrap_or_default();
@@ -392,6 +390,12 @@ impl Reconciler {
             })
             .collect()
     }
+}
+
+/// A pod set's pod spec; a template without one requests nothing.
+fn pod_spec(ps: &api::kueue::PodSet) -> &PodSpec {
+    static NONE: std::sync::LazyLock<PodSpec> = std::sync::LazyLock::new(PodSpec::default);
+    ps.template.spec.as_ref().unwrap_or(&NONE)
 }
 
 /// What each cycle's snapshot of quota is built from, kept between cycles: the ClusterQueues and
