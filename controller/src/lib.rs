@@ -22,6 +22,7 @@ pub mod config;
 pub mod events;
 pub mod jobs;
 pub mod leader;
+pub mod lean;
 pub mod manager;
 pub mod metrics;
 pub mod metrics_server;

@@ -24,6 +24,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
 
 use crate::clock::Clock;
+use crate::lean::Lean;
 use crate::metrics::Metrics;
 use crate::reconcile::Reconciler;
 use crate::state::{Objects, World, key_of};
@@ -83,12 +84,13 @@ where
         + 'static,
     F: Fn(Event<K>) -> Change + Send + 'static,
 {
-    let api: Api<K> = Api::all(client.clone());
+    // Kept without managedFields, as Kueue's cache keeps objects.
+    let api: Api<Lean<K>> = Api::all(client.clone());
     watcher::watcher(api, config)
         .default_backoff()
         .filter_map(move |ev| {
             let out = match ev {
-                Ok(ev) => Some(wrap(ev)),
+                Ok(ev) => Some(wrap(crate::lean::event(ev))),
                 Err(e) => {
                     tracing::warn!(kind = K::kind(&()).as_ref(), error = %e, "watch error");
                     None

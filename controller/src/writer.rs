@@ -3,6 +3,8 @@
 //! Every write carries the resourceVersion the decision was made on, so a decision taken on a
 //! stale view fails with a conflict instead of overwriting someone else's change; the loop then
 //! decides again on the newer version the watch brings.
+//!
+//! Objects go out and come back [`Lean`]: without managedFields, which the server keeps.
 
 use std::fmt::Debug;
 
@@ -13,6 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::Clock;
 use crate::events::{Occurrence, Recorder};
+use crate::lean::Lean;
 
 /// The `reportingController` of Kueue's events.
 pub const REPORTER: &str = "kueue-admission";
@@ -44,7 +47,7 @@ impl Writer {
         &self.client
     }
 
-    fn api<K: Scoped>(&self, obj: &K) -> Api<K> {
+    fn api<K: Scoped>(&self, obj: &K) -> Api<Lean<K>> {
         K::api(self.client.clone(), obj)
     }
 
@@ -59,7 +62,7 @@ impl Writer {
         };
         let written = settle(
             self.api(obj)
-                .replace_status(&obj.name_any(), &pp, obj)
+                .replace_status(&obj.name_any(), &pp, Lean::of(obj))
                 .await,
         );
         log_write("status", obj, &written);
@@ -75,7 +78,11 @@ impl Writer {
             field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         };
-        let written = settle(self.api(obj).replace(&obj.name_any(), &pp, obj).await);
+        let written = settle(
+            self.api(obj)
+                .replace(&obj.name_any(), &pp, Lean::of(obj))
+                .await,
+        );
         log_write("update", obj, &written);
         written
     }
@@ -89,7 +96,7 @@ impl Writer {
             field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         };
-        let written = settle(self.api(obj).create(&pp, obj).await);
+        let written = settle(self.api(obj).create(&pp, Lean::of(obj)).await);
         log_write("create", obj, &written);
         written
     }
@@ -101,7 +108,12 @@ impl Writer {
         K: Scoped + Clone + Serialize + DeserializeOwned + Debug,
     {
         let dp = DeleteParams::background();
-        let deleted = settle(self.api(obj).delete(&obj.name_any(), &dp).await.map(|_| ()));
+        let deleted = settle(
+            self.api(obj)
+                .delete(&obj.name_any(), &dp)
+                .await
+                .map(|_| Lean(())),
+        );
         log_write("delete", obj, &deleted);
         deleted
     }
@@ -152,9 +164,9 @@ fn log_write<K: Resource<DynamicType = ()>, T>(
     );
 }
 
-fn settle<K>(result: Result<K, kube::Error>) -> Result<Written<K>, kube::Error> {
+fn settle<K>(result: Result<Lean<K>, kube::Error>) -> Result<Written<K>, kube::Error> {
     match result {
-        Ok(obj) => Ok(Written::Ok(obj)),
+        Ok(Lean(obj)) => Ok(Written::Ok(obj)),
         Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => Ok(Written::Stale),
         Err(e) => Err(e),
     }
@@ -162,13 +174,13 @@ fn settle<K>(result: Result<K, kube::Error>) -> Result<Written<K>, kube::Error> 
 
 /// How to reach an object's kind: namespaced or cluster-wide.
 pub trait Scoped: Resource<DynamicType = ()> + Sized {
-    fn api(client: Client, obj: &Self) -> Api<Self>;
+    fn api(client: Client, obj: &Self) -> Api<Lean<Self>>;
 }
 
 macro_rules! namespaced {
     ($($k:ty),*) => {$(
         impl Scoped for $k {
-            fn api(client: Client, obj: &Self) -> Api<Self> {
+            fn api(client: Client, obj: &Self) -> Api<Lean<Self>> {
                 Api::namespaced(client, &obj.namespace().unwrap_or_default())
             }
         }
@@ -178,7 +190,7 @@ macro_rules! namespaced {
 macro_rules! cluster_scoped {
     ($($k:ty),*) => {$(
         impl Scoped for $k {
-            fn api(client: Client, _obj: &Self) -> Api<Self> {
+            fn api(client: Client, _obj: &Self) -> Api<Lean<Self>> {
                 Api::all(client)
             }
         }

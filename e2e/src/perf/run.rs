@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use api::constants::workload_condition::{FINISHED, PREEMPTED};
 use api::kueue::{ClusterQueue, Workload};
+use controller::lean::Lean;
 use controller::workload::conditions;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Namespace;
@@ -110,8 +111,13 @@ pub async fn run_with_progress(
     let mut recorder = Recorder::default();
     create_queues(&client, &plan.queues, &mut recorder).await?;
 
-    let workloads = watcher::watcher(Api::<Workload>::all(client.clone()), Default::default())
-        .default_backoff();
+    // Lean, as the controller reads them: the runner has no use for managedFields either.
+    let workloads = watcher::watcher(
+        Api::<Lean<Workload>>::all(client.clone()),
+        Default::default(),
+    )
+    .default_backoff()
+    .map(|e| e.map(controller::lean::event));
     let mut events = workloads.boxed();
 
     let (start_wall, anchor) = env.server().clock().anchor();
@@ -292,7 +298,7 @@ impl Runner {
     async fn finish(&self, mut wl: Workload) -> Result<(), RunError> {
         let ns = wl.namespace().unwrap_or_default();
         let name = wl.name_any();
-        let api: Api<Workload> = Api::namespaced(self.client.clone(), &ns);
+        let api: Api<Lean<Workload>> = Api::namespaced(self.client.clone(), &ns);
         // A conflict means the controller wrote in between: finish the newer version if it is
         // still admitted, as the runner's update would be retried.
         for _ in 0..5 {
@@ -303,14 +309,18 @@ impl Runner {
             finished.observed_generation = wl.metadata.generation;
             conditions::set(&mut status.conditions, finished);
             wl.status = Some(status);
-            match api.replace_status(&name, &PostParams::default(), &wl).await {
+            match api
+                .replace_status(&name, &PostParams::default(), Lean::of(&wl))
+                .await
+            {
                 Ok(_) => return Ok(()),
                 Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
                 Err(kube::Error::Api(s)) if s.code == 409 => {
                     wl = api
                         .get(&name)
                         .await
-                        .map_err(api_error(format!("reading Workload {ns}/{name}")))?;
+                        .map_err(api_error(format!("reading Workload {ns}/{name}")))?
+                        .0;
                     if !controller::workload::is_admitted(&wl) {
                         return Ok(());
                     }
@@ -355,13 +365,13 @@ fn object<K: DeserializeOwned>(value: serde_json::Value) -> K {
     serde_json::from_value(value).expect("a well-formed object literal")
 }
 
-async fn create<K>(api: Api<K>, obj: K) -> Result<(), RunError>
+async fn create<K>(api: Api<Lean<K>>, obj: K) -> Result<(), RunError>
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::Serialize + DeserializeOwned,
     K: std::fmt::Debug,
 {
     let what = format!("creating {} {}", K::kind(&()), obj.name_any());
-    api.create(&PostParams::default(), &obj)
+    api.create(&PostParams::default(), Lean::of(&obj))
         .await
         .map(|_| ())
         .map_err(api_error(what))
