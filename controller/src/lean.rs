@@ -2,9 +2,10 @@
 //!
 //! Kueue's manager strips managedFields from every object it caches (controller-runtime's
 //! `TransformStripManagedFields`): nothing in the controller reads them, and they are often half
-//! of an object's JSON. Here they are skipped while decoding, so they are never built at all.
-//! A write of a kept object then carries no managedFields, and the API server keeps the ones it
-//! has (only `[{}]` would reset them).
+//! of an object's JSON. Here they are skipped while decoding, so they are never decoded at all
+//! (and malformed ones are not an error). An object read this way has none, so writing it back
+//! sends none, and the API server keeps the ones it has. Writing does not strip them: an object
+//! read in full would send its own.
 //!
 //! [`Lean<K>`] is `K` for kube-rs: the same resource and the same JSON when written, decoded
 //! without managedFields. Watch it or read it with [`kube::Api`] and take `.0`; write `K` as
@@ -54,6 +55,9 @@ impl<K: Resource> Resource for Lean<K> {
     }
     fn url_path(dt: &Self::DynamicType, namespace: Option<&str>) -> String {
         K::url_path(dt, namespace)
+    }
+    fn metadata_api() -> bool {
+        K::metadata_api()
     }
     fn meta(&self) -> &ObjectMeta {
         self.0.meta()

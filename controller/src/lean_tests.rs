@@ -1,6 +1,6 @@
 use api::kueue::{ClusterQueue, Workload};
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ObjectList, PostParams};
 use kube::core::WatchEvent;
 use rstest::rstest;
 use serde::de::DeserializeOwned;
@@ -154,6 +154,34 @@ fn watch_events_decode_lean(#[case] line: Value) {
     assert_eq!(wl.metadata.managed_fields, None);
     assert_eq!(wl.metadata.resource_version.as_deref(), Some("7"));
     assert_eq!(wl.spec.queue_name.as_deref(), Some("lq"));
+}
+
+#[test]
+fn a_job_in_a_buffered_watch_event_decodes_lean() {
+    // A Job's metadata is an `Option`; the object before its type is buffered first.
+    let line = json!({"object": job(), "type": "ADDED"}).to_string();
+    let event: WatchEvent<Lean<Job>> = serde_json::from_str(&line).expect("decodes");
+    let WatchEvent::Added(Lean(job)) = event else {
+        panic!("an addition: {event:?}");
+    };
+    assert_eq!(job.metadata.managed_fields, None);
+    assert_eq!(job.metadata.name.as_deref(), Some("job"));
+}
+
+#[test]
+fn a_list_decodes_each_item_lean() {
+    // How a watch starts: a list of every object.
+    let list = json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadList",
+        "metadata": {"resourceVersion": "9"},
+        "items": [workload(), workload()],
+    });
+    let list: ObjectList<Lean<Workload>> = serde_json::from_value(list).expect("decodes");
+    assert_eq!(list.items.len(), 2);
+    for Lean(wl) in list.items {
+        assert_eq!(wl.metadata.managed_fields, None);
+        assert_eq!(wl.metadata.labels.unwrap_or_default()["team"], "a");
+    }
 }
 
 #[rstest]

@@ -4,7 +4,8 @@
 //! stale view fails with a conflict instead of overwriting someone else's change; the loop then
 //! decides again on the newer version the watch brings.
 //!
-//! Objects go out and come back [`Lean`]: without managedFields, which the server keeps.
+//! Responses are decoded [`Lean`], without managedFields; the objects written were read that way,
+//! so they carry none either and the server keeps its own.
 
 use std::fmt::Debug;
 
