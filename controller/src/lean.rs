@@ -8,16 +8,18 @@
 //! read in full would send its own.
 //!
 //! [`Lean<K>`] is `K` for kube-rs: the same resource and the same JSON when written, decoded
-//! without managedFields. Watch it or read it with [`kube::Api`] and take `.0`; write `K` as
-//! [`Lean::of`].
+//! without managedFields. Watch with [`watcher()`]; read with [`kube::Api`] and take `.0`; write
+//! `K` as [`Lean::of`].
 
 use std::borrow::Cow;
 use std::fmt;
 
-use kube::Resource;
+use futures::{Stream, StreamExt};
 use kube::api::ObjectMeta;
-use kube::runtime::watcher::Event;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, Resource};
 use ref_cast::RefCast;
+use serde::de::DeserializeOwned;
 use serde::de::value::{BorrowedStrDeserializer, StringDeserializer};
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -83,8 +85,19 @@ impl<'de, K: Deserialize<'de>> Deserialize<'de> for Lean<K> {
     }
 }
 
-/// A watch event of lean objects, as one of the objects themselves.
-pub fn event<K>(event: Event<Lean<K>>) -> Event<K> {
+/// kube-runtime's watcher over every `K` the client can see, decoded lean and handed on as `K`.
+pub fn watcher<K>(
+    client: Client,
+    config: watcher::Config,
+) -> impl Stream<Item = Result<Event<K>, watcher::Error>> + Send
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + fmt::Debug + Send + 'static,
+{
+    watcher::watcher(Api::<Lean<K>>::all(client), config).map(|e| e.map(unwrap))
+}
+
+/// A watch event of a lean object, as one of the object itself.
+fn unwrap<K>(event: Event<Lean<K>>) -> Event<K> {
     match event {
         Event::Apply(Lean(obj)) => Event::Apply(obj),
         Event::Delete(Lean(obj)) => Event::Delete(obj),

@@ -21,10 +21,10 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::PodTemplate;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
-use kube::{Api, Client, Resource};
+use kube::{Client, Resource};
 
 use crate::clock::Clock;
-use crate::lean::Lean;
+use crate::lean;
 use crate::metrics::Metrics;
 use crate::reconcile::Reconciler;
 use crate::state::{Objects, World, key_of};
@@ -85,12 +85,11 @@ where
     F: Fn(Event<K>) -> Change + Send + 'static,
 {
     // Kept without managedFields, as Kueue's cache keeps objects.
-    let api: Api<Lean<K>> = Api::all(client.clone());
-    watcher::watcher(api, config)
+    lean::watcher::<K>(client.clone(), config)
         .default_backoff()
         .filter_map(move |ev| {
             let out = match ev {
-                Ok(ev) => Some(wrap(crate::lean::event(ev))),
+                Ok(ev) => Some(wrap(ev)),
                 Err(e) => {
                     tracing::warn!(kind = K::kind(&()).as_ref(), error = %e, "watch error");
                     None

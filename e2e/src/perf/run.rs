@@ -112,12 +112,8 @@ pub async fn run_with_progress(
     create_queues(&client, &plan.queues, &mut recorder).await?;
 
     // Lean, as the controller reads them: the runner has no use for managedFields either.
-    let workloads = watcher::watcher(
-        Api::<Lean<Workload>>::all(client.clone()),
-        Default::default(),
-    )
-    .default_backoff()
-    .map(|e| e.map(controller::lean::event));
+    let workloads =
+        controller::lean::watcher::<Workload>(client.clone(), Default::default()).default_backoff();
     let mut events = workloads.boxed();
 
     let (start_wall, anchor) = env.server().clock().anchor();
