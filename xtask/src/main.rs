@@ -31,6 +31,16 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The reference control plane, built from upstream's Go modules (tools/control-plane/):
+    /// `build` (needs Go; into target/control-plane/bin/), `up` (start it in the background on
+    /// loopback and write an admin kubeconfig), `down` (stop it). `cargo xtask control-plane
+    /// -- --help` lists the flags.
+    #[command(name = "control-plane")]
+    ControlPlane {
+        /// The flags of the `control-plane` binary: build, up or down, and their options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Start the fake API server on loopback and print where its kubeconfig is. Runs until Ctrl-C.
     Serve {
         /// Address to listen on (port 0 picks a free port).
@@ -157,6 +167,20 @@ fn main() -> anyhow::Result<()> {
                 "conformance",
                 "--bin",
                 "conformance",
+                "--",
+            ]);
+            cmd.args(args);
+            run(cmd)
+        }
+        Command::ControlPlane { args } => {
+            let mut cmd = cargo();
+            cmd.args([
+                "run",
+                "--quiet",
+                "--package",
+                "control-plane",
+                "--bin",
+                "control-plane",
                 "--",
             ]);
             cmd.args(args);

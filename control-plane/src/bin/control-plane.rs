@@ -1,0 +1,166 @@
+//! `control-plane` (run as `cargo xtask control-plane ...`): build the reference control plane,
+//! start it in the background, stop it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use control_plane::binaries::{build_dir, workspace_root};
+use control_plane::{Binaries, ControlPlane, Options, gobuild};
+use serde::{Deserialize, Serialize};
+
+/// The reference control plane: kube-apiserver, etcd, kube-controller-manager and kube-scheduler,
+/// built from the upstream Go modules pinned in tools/control-plane/ and run on loopback.
+#[derive(Parser)]
+#[command(name = "control-plane")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the binaries with the go command into target/control-plane/bin/ (envtest's layout).
+    /// The first build downloads the modules and takes several minutes; later ones reuse Go's
+    /// caches.
+    Build {
+        /// Where to put the binaries.
+        #[arg(long, default_value_os_t = build_dir())]
+        out: PathBuf,
+    },
+    /// Start the control plane in the background, with fresh certificates, a service-account
+    /// signing key and an admin kubeconfig. Binaries come from KUBEBUILDER_ASSETS if set, then
+    /// target/control-plane/bin/.
+    Up {
+        /// Where its certificates, etcd data, kubeconfig and logs go.
+        #[arg(long, default_value_os_t = default_run_dir())]
+        dir: PathBuf,
+        /// Start only etcd and kube-apiserver, as envtest does.
+        #[arg(long)]
+        no_controllers: bool,
+        /// A kube-controller-manager controller to leave off (repeatable), e.g. job-controller.
+        #[arg(long = "disable-controller")]
+        disabled_controllers: Vec<String>,
+    },
+    /// Stop the control plane that `up` started and delete its directory.
+    Down {
+        #[arg(long, default_value_os_t = default_run_dir())]
+        dir: PathBuf,
+    },
+}
+
+fn default_run_dir() -> PathBuf {
+    workspace_root().join("target/control-plane/run")
+}
+
+/// What `up` leaves for `down`.
+#[derive(Serialize, Deserialize)]
+struct State {
+    server: String,
+    kubeconfig: PathBuf,
+    processes: Vec<(String, u32)>,
+}
+
+const STATE_FILE: &str = "state.json";
+
+fn read_state(dir: &Path) -> anyhow::Result<Option<State>> {
+    let path = dir.join(STATE_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some(
+            serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?,
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+fn running(state: &State) -> bool {
+    state.processes.iter().any(|(_, pid)| {
+        i32::try_from(*pid)
+            .is_ok_and(|p| control_plane::process::alive(nix::unistd::Pid::from_raw(p)))
+    })
+}
+
+fn stop(state: &State) {
+    for (name, pid) in state.processes.iter().rev() {
+        eprintln!("stopping {name} (pid {pid})");
+        control_plane::process::terminate(*pid, Duration::from_secs(10));
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Build { out } => {
+            gobuild::build(&out)?;
+            eprintln!("built into {}", out.display());
+            Ok(())
+        }
+        Command::Up {
+            dir,
+            no_controllers,
+            disabled_controllers,
+        } => {
+            if let Some(state) = read_state(&dir)? {
+                if running(&state) {
+                    bail!(
+                        "a control plane from {} is already running at {}: run `cargo xtask control-plane down` first",
+                        dir.display(),
+                        state.server
+                    );
+                }
+                std::fs::remove_dir_all(&dir)
+                    .with_context(|| format!("removing the stale {}", dir.display()))?;
+            }
+            let mut options = Options::new(&dir);
+            options.controllers = !no_controllers;
+            options.disabled_controllers = disabled_controllers;
+            options.detached = true;
+            let binaries = Binaries::locate();
+            let cp = match ControlPlane::start(&binaries, options).await {
+                Ok(cp) => cp,
+                Err(e) => {
+                    // Whatever did start must not be left behind.
+                    let _ = std::fs::remove_dir_all(&dir);
+                    bail!("{e}");
+                }
+            };
+            let state = State {
+                server: cp.server().to_string(),
+                kubeconfig: cp.kubeconfig().to_path_buf(),
+                processes: cp.pids().iter().map(|(n, p)| (n.to_string(), *p)).collect(),
+            };
+            let ready = cp.ready_after();
+            cp.detach();
+            std::fs::write(dir.join(STATE_FILE), serde_json::to_string_pretty(&state)?)?;
+            eprintln!(
+                "control plane ready at {} in {:.1} s (logs in {})",
+                state.server,
+                ready.as_secs_f64(),
+                dir.join("logs").display()
+            );
+            eprintln!(
+                "use it with: KUBECONFIG={} kubectl get namespaces",
+                state.kubeconfig.display()
+            );
+            eprintln!("stop it with: cargo xtask control-plane down");
+            println!("{}", state.kubeconfig.display());
+            Ok(())
+        }
+        Command::Down { dir } => {
+            let Some(state) = read_state(&dir)? else {
+                eprintln!("no control plane is running from {}", dir.display());
+                return Ok(());
+            };
+            stop(&state);
+            std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+            eprintln!("stopped");
+            Ok(())
+        }
+    }
+}
