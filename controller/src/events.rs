@@ -95,6 +95,7 @@ impl Recorder {
                     count: series.count,
                     last_observed_time: MicroTime(now),
                 }});
+                crate::rbac::check::<Event>(None, "patch");
                 let api: Api<Event> = Api::namespaced(self.client.clone(), &series.namespace);
                 api.patch(&series.name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await?;
@@ -120,6 +121,7 @@ impl Recorder {
     /// Creates `event`, without reading back the created event: nothing here needs it, and
     /// decoding thousands of them costs.
     async fn create(&self, event: &Event, namespace: &str) -> Result<(), kube::Error> {
+        crate::rbac::check::<Event>(None, "create");
         let body = serde_json::to_vec(event).map_err(kube::Error::SerdeError)?;
         let mut request = kube::core::Request::new(Event::url_path(&(), Some(namespace)))
             .create(&PostParams::default(), body)

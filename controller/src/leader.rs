@@ -86,6 +86,7 @@ impl Lease {
     pub async fn try_acquire_or_renew(&self) -> Result<bool, LeaderError> {
         let now = MicroTime(self.clock.now());
         let api_err = |e| LeaderError::Api(self.shown.clone(), e);
+        crate::rbac::check::<LeaseObject>(None, "get");
         let current = self.api.get_opt(&self.name).await.map_err(api_err)?;
         let pp = PostParams::default();
         let Some(mut lease) = current else {
@@ -96,6 +97,7 @@ impl Lease {
                 },
                 spec: Some(self.spec(now.clone(), now, 0)),
             };
+            crate::rbac::check::<LeaseObject>(None, "create");
             return match self.api.create(&pp, &lease).await {
                 Ok(_) => Ok(true),
                 Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
@@ -114,6 +116,7 @@ impl Lease {
             now.clone()
         };
         lease.spec = Some(self.spec(acquired, now, transitions));
+        crate::rbac::check::<LeaseObject>(None, "update");
         match self.api.replace(&self.name, &pp, &lease).await {
             Ok(_) => Ok(true),
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),

@@ -61,7 +61,14 @@ enum Change {
     PodTemplate(Event<PodTemplate>),
 }
 
-fn watch<K, F>(client: &Client, wrap: F) -> BoxStream<'static, Change>
+/// One of the controller's watches: the resource it lists and watches, and its changes.
+pub(crate) struct Watch {
+    pub group: String,
+    pub resource: String,
+    stream: BoxStream<'static, Change>,
+}
+
+fn watch<K, F>(client: &Client, wrap: F) -> Watch
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -74,7 +81,7 @@ where
     watch_with(client, watcher::Config::default(), wrap)
 }
 
-fn watch_with<K, F>(client: &Client, config: watcher::Config, wrap: F) -> BoxStream<'static, Change>
+fn watch_with<K, F>(client: &Client, config: watcher::Config, wrap: F) -> Watch
 where
     K: Resource<DynamicType = ()>
         + Clone
@@ -84,8 +91,10 @@ where
         + 'static,
     F: Fn(Event<K>) -> Change + Send + 'static,
 {
+    crate::rbac::check::<K>(None, "list");
+    crate::rbac::check::<K>(None, "watch");
     // Kept without managedFields, as Kueue's cache keeps objects.
-    lean::watcher::<K>(client.clone(), config)
+    let stream = lean::watcher::<K>(client.clone(), config)
         .default_backoff()
         .filter_map(move |ev| {
             let out = match ev {
@@ -97,27 +106,42 @@ where
             };
             futures::future::ready(out)
         })
-        .boxed()
+        .boxed();
+    Watch {
+        group: K::group(&()).into_owned(),
+        resource: K::plural(&()).into_owned(),
+        stream,
+    }
+}
+
+/// Every watch of the controller. Nothing is requested until the streams are polled.
+pub(crate) fn watches(client: &Client) -> Vec<Watch> {
+    vec![
+        watch(client, Change::Flavor),
+        watch(client, Change::ClusterQueue),
+        watch(client, Change::LocalQueue),
+        watch(client, Change::Check),
+        watch(client, Change::Workload),
+        watch(client, Change::Job),
+        watch(client, Change::ProvisioningConfig),
+        watch(client, Change::ProvisioningRequest),
+        // Only the PodTemplates Kueue creates for ProvisioningRequests.
+        watch_with(
+            client,
+            watcher::Config::default().labels(&format!("{}=true", api::constants::label::MANAGED)),
+            Change::PodTemplate,
+        ),
+    ]
 }
 
 /// Runs the controller until its task is dropped or a watch ends.
 pub async fn run(client: Client, options: Options) -> Result<(), Error> {
-    let mut changes = stream::select_all(vec![
-        watch(&client, Change::Flavor),
-        watch(&client, Change::ClusterQueue),
-        watch(&client, Change::LocalQueue),
-        watch(&client, Change::Check),
-        watch(&client, Change::Workload),
-        watch(&client, Change::Job),
-        watch(&client, Change::ProvisioningConfig),
-        watch(&client, Change::ProvisioningRequest),
-        // Only the PodTemplates Kueue creates for ProvisioningRequests.
-        watch_with(
-            &client,
-            watcher::Config::default().labels(&format!("{}=true", api::constants::label::MANAGED)),
-            Change::PodTemplate,
-        ),
-    ]);
+    let watches = watches(&client);
+    let kinds = watches.len();
+    for w in &watches {
+        tracing::debug!(group = %w.group, resource = %w.resource, "watching");
+    }
+    let mut changes = stream::select_all(watches.into_iter().map(|w| w.stream));
     let mut loop_ = Loop {
         world: World::default(),
         reconciler: Reconciler::new(Writer::new(client, options.clock), options),
@@ -144,14 +168,12 @@ pub async fn run(client: Client, options: Options) -> Result<(), Error> {
         while let Some(Some(change)) = Pin::new(&mut changes).next().now_or_never() {
             loop_.apply(change);
         }
-        if loop_.synced.len() == KINDS {
+        if loop_.synced.len() == kinds {
             loop_.reconciler.timers_due();
             loop_.reconciler.reconcile(&mut loop_.world).await?;
         }
     }
 }
-
-const KINDS: usize = 9;
 
 struct Loop {
     world: World,

@@ -61,6 +61,7 @@ impl Writer {
             field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         };
+        crate::rbac::check::<K>(Some("status"), "update");
         let written = settle(
             self.api(obj)
                 .replace_status(&obj.name_any(), &pp, Lean::of(obj))
@@ -79,6 +80,7 @@ impl Writer {
             field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         };
+        crate::rbac::check::<K>(None, "update");
         let written = settle(
             self.api(obj)
                 .replace(&obj.name_any(), &pp, Lean::of(obj))
@@ -97,6 +99,7 @@ impl Writer {
             field_manager: Some(FIELD_MANAGER.into()),
             ..Default::default()
         };
+        crate::rbac::check::<K>(None, "create");
         let written = settle(self.api(obj).create(&pp, Lean::of(obj)).await);
         log_write("create", obj, &written);
         written
@@ -108,6 +111,7 @@ impl Writer {
     where
         K: Scoped + Clone + Serialize + DeserializeOwned + Debug,
     {
+        crate::rbac::check::<K>(None, "delete");
         let dp = DeleteParams::background();
         let deleted = settle(
             self.api(obj)
@@ -178,36 +182,43 @@ pub trait Scoped: Resource<DynamicType = ()> + Sized {
     fn api(client: Client, obj: &Self) -> Api<Lean<Self>>;
 }
 
-macro_rules! namespaced {
-    ($($k:ty),*) => {$(
-        impl Scoped for $k {
-            fn api(client: Client, obj: &Self) -> Api<Lean<Self>> {
-                Api::namespaced(client, &obj.namespace().unwrap_or_default())
+macro_rules! scoped {
+    (namespaced: [$($n:ty),*], cluster: [$($c:ty),*]) => {
+        $(
+            impl Scoped for $n {
+                fn api(client: Client, obj: &Self) -> Api<Lean<Self>> {
+                    Api::namespaced(client, &obj.namespace().unwrap_or_default())
+                }
             }
+        )*
+        $(
+            impl Scoped for $c {
+                fn api(client: Client, _obj: &Self) -> Api<Lean<Self>> {
+                    Api::all(client)
+                }
+            }
+        )*
+
+        /// The kinds the writer writes (group and plural), for the RBAC table's tests.
+        #[cfg(test)]
+        pub(crate) fn written_kinds() -> Vec<(String, String)> {
+            vec![
+                $((<$n>::group(&()).into_owned(), <$n>::plural(&()).into_owned()),)*
+                $((<$c>::group(&()).into_owned(), <$c>::plural(&()).into_owned()),)*
+            ]
         }
-    )*};
+    };
 }
 
-macro_rules! cluster_scoped {
-    ($($k:ty),*) => {$(
-        impl Scoped for $k {
-            fn api(client: Client, _obj: &Self) -> Api<Lean<Self>> {
-                Api::all(client)
-            }
-        }
-    )*};
-}
-
-namespaced!(
-    api::kueue::Workload,
-    api::kueue::LocalQueue,
-    k8s_openapi::api::batch::v1::Job,
-    k8s_openapi::api::core::v1::PodTemplate,
-    api::autoscaling::ProvisioningRequest
-);
-cluster_scoped!(
-    api::kueue::ClusterQueue,
-    api::kueue::ResourceFlavor,
-    api::kueue::AdmissionCheck,
-    api::kueue::ProvisioningRequestConfig
+// Only the kinds the controller writes: ResourceFlavors and ProvisioningRequestConfigs are
+// read-only to it, and its RBAC says so.
+scoped!(
+    namespaced: [
+        api::kueue::Workload,
+        api::kueue::LocalQueue,
+        k8s_openapi::api::batch::v1::Job,
+        k8s_openapi::api::core::v1::PodTemplate,
+        api::autoscaling::ProvisioningRequest
+    ],
+    cluster: [api::kueue::ClusterQueue, api::kueue::AdmissionCheck]
 );

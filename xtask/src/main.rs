@@ -2,7 +2,9 @@
 
 mod codegen;
 mod crds;
+mod manifests;
 
+use std::path::PathBuf;
 use std::process::Command as Process;
 
 use anyhow::{Context, bail};
@@ -71,6 +73,16 @@ enum Command {
         /// Only check that the checked-in files are up to date; exit non-zero if not.
         #[arg(long)]
         check: bool,
+    },
+    /// Write the manifests that install the controller on a cluster (CRDs, Namespace,
+    /// ServiceAccount, RBAC, ConfigMap, Deployment), for `kubectl apply --server-side -f DIR`.
+    Manifests {
+        /// The directory to write them into (default: target/manifests/ in the workspace).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The controller image for the Deployment (default: a placeholder to replace).
+        #[arg(long)]
+        image: Option<String>,
     },
     /// Regenerate the CRD YAML in api/crds/ from the api crate's types.
     Crds {
@@ -188,5 +200,6 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Codegen { check } => codegen::run(check),
         Command::Crds { check } => crds::run(check),
+        Command::Manifests { out, image } => manifests::run(out, image),
     }
 }
