@@ -61,13 +61,14 @@ impl ReferenceClass {
 
     /// The options a vendor would write for this class in the embedded world.
     pub fn options(self) -> Options {
-        let pods = |requests: serde_json::Value, count: i32| {
+        // Extended resources cannot be overcommitted: kube-apiserver wants their limits too.
+        let pods = |requests: serde_json::Value, limits: serde_json::Value, count: i32| {
             Pods {
             count,
             template: serde_json::from_value(serde_json::json!({
                 "spec": {
                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": requests}}],
+                        "resources": {"requests": requests, "limits": limits}}],
                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                 }
             }))
@@ -94,9 +95,17 @@ impl ReferenceClass {
             class_name: self.class_name().into(),
             pod_templates: PodTemplates {
                 // Room on the CPU node for one set, not two; too big for a GPU node.
-                fits: pods(serde_json::json!({"cpu": "3", "memory": "10Gi"}), 1),
+                fits: pods(
+                    serde_json::json!({"cpu": "3", "memory": "10Gi"}),
+                    serde_json::json!({}),
+                    1,
+                ),
                 // Three 4-GPU nodes: more than the GPU group's two.
-                does_not_fit: pods(serde_json::json!({"nvidia.com/gpu": "4"}), 3),
+                does_not_fit: pods(
+                    serde_json::json!({"nvidia.com/gpu": "4"}),
+                    serde_json::json!({"nvidia.com/gpu": "4"}),
+                    3,
+                ),
             },
             features,
             kueue: true,

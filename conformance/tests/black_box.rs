@@ -51,7 +51,7 @@ podTemplates:
     count: 3
     template:
       spec:
-        containers: [{name: c, image: registry.k8s.io/pause:3.10, resources: {requests: {nvidia.com/gpu: "4"}}}]
+        containers: [{name: c, image: registry.k8s.io/pause:3.10, resources: {requests: {nvidia.com/gpu: "4"}, limits: {nvidia.com/gpu: "4"}}}]
         tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
 features: [noRetry, AtomicScaleUp, BookingExpiry, GarbageCollection]
 timeouts: {accepted: 30s, provisioned: 30s, progress: 30s, retry: 30s, hold: 3s, bookingExpiry: 30s, garbageCollection: 30s, cleanup: 30s}

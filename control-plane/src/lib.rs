@@ -18,6 +18,7 @@
 pub mod binaries;
 pub mod certs;
 pub mod gobuild;
+pub mod install;
 pub mod kubeconfig;
 pub mod process;
 pub mod testing;
@@ -28,6 +29,7 @@ use std::time::{Duration, Instant};
 
 pub use binaries::{Binaries, Component};
 use certs::{ClientCert, Credentials, User};
+pub use install::install_crds;
 use kubeconfig::{Credential, write_kubeconfig};
 use process::{Process, free_port};
 use tracing::instrument::WithSubscriber;
@@ -117,18 +119,38 @@ pub struct Options {
     pub controllers: bool,
     /// Controllers of kube-controller-manager to leave off, by name (`job-controller`, ...).
     pub disabled_controllers: Vec<String>,
+    /// Admission plugins of kube-apiserver to turn off, by name (`TaintNodesByCondition`, ...).
+    pub disabled_admission_plugins: Vec<String>,
     /// Outlive this process (`cargo xtask control-plane up`); `stop` it or `down` it later.
     pub detached: bool,
     /// How long start-up may take.
     pub ready_timeout: Duration,
 }
 
+/// What Tollgate's worlds leave off: their Nodes are made by the fake autoscaler and have no
+/// kubelet behind them, and the job runner plays the Job controller and the kubelet (ARCHITECTURE.md
+/// says why). The node lifecycle controller would mark such Nodes unreachable and evict their pods,
+/// and the `TaintNodesByCondition` admission plugin would taint every new Node not-ready, a taint
+/// only that controller removes.
+pub const FAKE_NODES_DISABLED_CONTROLLERS: &[&str] =
+    &["job-controller", "node-lifecycle-controller"];
+pub const FAKE_NODES_DISABLED_ADMISSION_PLUGINS: &[&str] = &["TaintNodesByCondition"];
+
 impl Options {
+    /// Set up for Nodes with no kubelet (see [`FAKE_NODES_DISABLED_CONTROLLERS`]).
+    pub fn for_fake_nodes(mut self) -> Self {
+        let owned = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        self.disabled_controllers = owned(FAKE_NODES_DISABLED_CONTROLLERS);
+        self.disabled_admission_plugins = owned(FAKE_NODES_DISABLED_ADMISSION_PLUGINS);
+        self
+    }
+
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Options {
             dir: dir.into(),
             controllers: true,
             disabled_controllers: Vec::new(),
+            disabled_admission_plugins: Vec::new(),
             detached: false,
             ready_timeout: Duration::from_secs(120),
         }
@@ -202,7 +224,7 @@ impl ControlPlane {
         cp.server = format!("https://127.0.0.1:{api_port}");
         let creds = &cp.credentials;
         let sa_key = creds.service_account_key_file().display().to_string();
-        let api_args = vec![
+        let mut api_args = vec![
             format!("--etcd-servers=http://127.0.0.1:{etcd_client}"),
             "--bind-address=127.0.0.1".into(),
             "--advertise-address=127.0.0.1".into(),
@@ -227,6 +249,12 @@ impl ControlPlane {
             "--allow-privileged=true".into(),
             "--profiling=false".into(),
         ];
+        if !options.disabled_admission_plugins.is_empty() {
+            api_args.push(format!(
+                "--disable-admission-plugins={}",
+                options.disabled_admission_plugins.join(",")
+            ));
+        }
         cp.spawn(Component::ApiServer, &path(Component::ApiServer), &api_args)?;
 
         let admin = cp.credentials.client_cert(&ADMIN)?;

@@ -23,11 +23,6 @@ use crate::{ControlPlane, Error, Options};
 /// Set to make a missing control plane a failure instead of a skip.
 pub const REQUIRE_VAR: &str = "TOLLGATE_REQUIRE_CONTROL_PLANE";
 
-/// Controllers the shared control plane leaves off. The job runner plays the Job controller and
-/// the kubelet in every world (ARCHITECTURE.md says why), and Nodes with no kubelet behind them
-/// must not be tainted unreachable and their pods evicted.
-pub const DISABLED_CONTROLLERS: &[&str] = &["job-controller", "node-lifecycle-controller"];
-
 /// Whether the binaries are there; if not, either panic (required) or print why and say no.
 pub fn available(binaries: &Binaries) -> bool {
     let missing = crate::Component::ALL
@@ -45,7 +40,8 @@ pub fn available(binaries: &Binaries) -> bool {
     }
 }
 
-/// The control plane shared by this test binary's tests, or `None` (after saying why) when its
+/// The control plane shared by this test binary's tests, set up for fake Nodes
+/// ([`Options::for_fake_nodes`]), or `None` (after saying why) when its
 /// binaries are missing and not required. Tests share it: give each its own namespace and names.
 pub async fn shared() -> Option<&'static ControlPlane> {
     static SHARED: OnceCell<Option<ControlPlane>> = OnceCell::const_new();
@@ -78,9 +74,7 @@ pub async fn private() -> Option<ControlPlane> {
 
 async fn start_for_tests(binaries: &Binaries) -> Result<ControlPlane, Error> {
     let dir = run_dir()?;
-    let mut options = Options::new(dir);
-    options.disabled_controllers = DISABLED_CONTROLLERS.iter().map(|s| s.to_string()).collect();
-    ControlPlane::start(binaries, options).await
+    ControlPlane::start(binaries, Options::new(dir).for_fake_nodes()).await
 }
 
 /// `target/control-plane/test-runs/<binary>-<pid>-<n>`. Directories of test processes that have

@@ -207,6 +207,10 @@ async fn booking_consumed(ctx: &Ctx) -> Result<(), Failure> {
     .await
 }
 
+/// The minute that `maxRunDurationSeconds` and `ValidUntilSeconds` give the class before it must
+/// act; a wait for that act is this plus the `progress` timeout.
+const PARAMETER_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 async fn capacity_revoked(ctx: &Ctx) -> Result<(), Failure> {
     ctx.template("pods", Which::Fits).await?;
     ctx.request(
@@ -217,9 +221,10 @@ async fn capacity_revoked(ctx: &Ctx) -> Result<(), Failure> {
     )
     .await?;
     ctx.provisioned("revoked").await?;
+    // The class has the minute the request gives it, then `progress` to show it.
     ctx.wait_for(
         "revoked",
-        ctx.options.timeouts.progress.get(),
+        PARAMETER_WAIT + ctx.options.timeouts.progress.get(),
         "CapacityRevoked=True a minute after Provisioned=True (maxRunDurationSeconds: 60)",
         None,
         |r| is_true(r, cond::CAPACITY_REVOKED),
@@ -238,7 +243,7 @@ async fn valid_until_seconds(ctx: &Ctx) -> Result<(), Failure> {
     .await?;
     ctx.wait_for(
         "expires",
-        ctx.options.timeouts.progress.get(),
+        PARAMETER_WAIT + ctx.options.timeouts.progress.get(),
         "Failed=True a minute after creation (ValidUntilSeconds: 60)",
         None,
         |r| is_true(r, cond::FAILED),

@@ -42,6 +42,14 @@ enum Command {
         /// A kube-controller-manager controller to leave off (repeatable), e.g. job-controller.
         #[arg(long = "disable-controller")]
         disabled_controllers: Vec<String>,
+        /// A kube-apiserver admission plugin to turn off (repeatable), e.g. TaintNodesByCondition.
+        #[arg(long = "disable-admission-plugin")]
+        disabled_admission_plugins: Vec<String>,
+        /// Set up for Tollgate's fake autoscaler and job runner, whose Nodes have no kubelet: no
+        /// Job controller, no node lifecycle controller, no TaintNodesByCondition (as the tests'
+        /// control plane).
+        #[arg(long)]
+        fake_nodes: bool,
     },
     /// Stop the control plane that `up` started and delete its directory.
     Down {
@@ -105,6 +113,8 @@ async fn main() -> anyhow::Result<()> {
             dir,
             no_controllers,
             disabled_controllers,
+            disabled_admission_plugins,
+            fake_nodes,
         } => {
             if let Some(state) = read_state(&dir)? {
                 if running(&state) {
@@ -118,8 +128,14 @@ async fn main() -> anyhow::Result<()> {
                     .with_context(|| format!("removing the stale {}", dir.display()))?;
             }
             let mut options = Options::new(&dir);
+            if fake_nodes {
+                options = options.for_fake_nodes();
+            }
             options.controllers = !no_controllers;
-            options.disabled_controllers = disabled_controllers;
+            options.disabled_controllers.extend(disabled_controllers);
+            options
+                .disabled_admission_plugins
+                .extend(disabled_admission_plugins);
             options.detached = true;
             let binaries = Binaries::locate();
             let cp = match ControlPlane::start(&binaries, options).await {

@@ -6,6 +6,7 @@ pub mod event_versions;
 pub mod meta;
 pub mod names;
 pub mod patch;
+pub mod pod_spec;
 pub mod schema;
 pub mod selectors;
 pub mod strategic;

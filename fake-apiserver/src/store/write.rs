@@ -16,6 +16,7 @@ use crate::semantics::meta::{
 };
 use crate::semantics::names::MAX_GENERATE_NAME_PREFIX;
 use crate::semantics::patch::{PatchKind, apply_patch};
+use crate::semantics::pod_spec;
 
 /// The answer to a delete: the object when it still exists (finalizers pending) or the kind returns
 /// deleted objects, else a Success Status.
@@ -257,6 +258,7 @@ impl Store {
         }
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
         let mut causes = validate_metadata(&obj, rt.behavior.name_rule);
+        causes.extend(pod_spec::validate(&rt.group, &rt.kind, &obj));
         if let Some(schema) = &rt.structural {
             causes.extend(schema.validate(&obj, None));
         }
@@ -560,6 +562,7 @@ impl Store {
             }
         }
         let mut causes = validate_metadata(&new, rt.behavior.name_rule);
+        causes.extend(pod_spec::validate(&rt.group, &rt.kind, &new));
         if let Some(schema) = &rt.structural {
             causes.extend(schema.validate(&new, Some(old)));
         }
