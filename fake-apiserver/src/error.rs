@@ -139,6 +139,19 @@ impl ApiError {
         }
     }
 
+    /// What the real server answers, as plain text, for a path outside every API group it serves
+    /// (`/garbage`, `/apis/<unknown group>/...`).
+    pub const PAGE_NOT_FOUND: &'static str = "404 page not found";
+
+    pub fn page_not_found() -> Self {
+        Self::new(404, "NotFound", Self::PAGE_NOT_FOUND)
+    }
+
+    /// Whether this error is answered as plain text rather than a Status.
+    pub fn is_page_not_found(&self) -> bool {
+        self.code == 404 && self.details.is_none() && self.message == Self::PAGE_NOT_FOUND
+    }
+
     pub fn unknown_path() -> Self {
         ApiError {
             details: Some(json!({})),

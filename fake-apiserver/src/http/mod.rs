@@ -105,6 +105,9 @@ fn json_bytes_response(code: u16, bytes: Bytes) -> Response<ResponseBody> {
 }
 
 fn error_response(e: &ApiError) -> Response<ResponseBody> {
+    if e.is_page_not_found() {
+        return text_response(404, "404 page not found\n");
+    }
     json_response(e.code, &e.to_status())
 }
 
@@ -244,7 +247,7 @@ where
                 .map(|v| json_response(200, &v))
                 .ok_or_else(ApiError::unknown_path)
         }
-        Route::NotFound => Err(ApiError::unknown_path()),
+        Route::NotFound => Err(ApiError::page_not_found()),
     };
     result.unwrap_or_else(|e| error_response(&e))
 }
@@ -536,11 +539,20 @@ async fn serve_resource(
         view,
         user_agent,
     } = req;
-    let rt = shared
-        .store()
-        .catalog()
-        .lookup(&path.group, &path.version, &path.plural)
-        .ok_or_else(ApiError::unknown_path)?;
+    let rt = {
+        let store = shared.store();
+        let catalog = store.catalog();
+        match catalog.lookup(&path.group, &path.version, &path.plural) {
+            Some(rt) => rt,
+            // The real server's handler chain ends in a plain-text 404 for groups it does not serve.
+            None if !path.group.is_empty()
+                && catalog.group_version(&path.group, &path.version).is_none() =>
+            {
+                return Err(ApiError::page_not_found());
+            }
+            None => return Err(ApiError::unknown_path()),
+        }
+    };
     if path.namespace.is_some() && !rt.namespaced {
         return Err(ApiError::unknown_path());
     }

@@ -30,12 +30,39 @@ pub use watch::{WatchInit, WatchStart, bookmark as watch_bookmark};
 pub use write::Deleted;
 
 /// Where one object lives: its storage (shared by all versions of a group/resource), namespace
-/// ("" for cluster-scoped kinds) and name. Ordered like etcd keys, so lists come out sorted.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// ("" for cluster-scoped kinds) and name. Ordered like etcd keys (`<storage>/<namespace>/<name>`,
+/// byte by byte), so lists come out sorted as on the real server: namespace `a-b` before `a`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ObjKey {
     pub storage: Arc<str>,
     pub namespace: String,
     pub name: String,
+}
+
+impl Ord for ObjKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let path = |k: &'_ ObjKey| {
+            let (ns, name) = (k.namespace.as_bytes(), k.name.as_bytes());
+            ns.iter()
+                .chain(b"/")
+                .chain(name)
+                .copied()
+                .collect::<Vec<u8>>()
+        };
+        self.storage.cmp(&other.storage).then_with(|| {
+            if self.namespace == other.namespace {
+                self.name.cmp(&other.name)
+            } else {
+                path(self).cmp(&path(other))
+            }
+        })
+    }
+}
+
+impl PartialOrd for ObjKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -97,9 +97,17 @@ impl Store {
             let supported = matches!(field, "metadata.name" | "metadata.namespace")
                 || rt.behavior.field_selectors.contains(&field);
             if !supported {
-                return Err(ApiError::bad_request(format!(
-                    "field label not supported: {field}"
-                )));
+                // Most kinds answer with the generic conversion error; some have their own words.
+                let message = match (rt.group.as_str(), rt.plural.as_str()) {
+                    ("", "configmaps") => format!(
+                        "\"{field}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+                    ),
+                    ("batch", "jobs") => {
+                        format!("field label \"{field}\" not supported for Job")
+                    }
+                    _ => format!("field label not supported: {field}"),
+                };
+                return Err(ApiError::bad_request(message));
             }
         }
         Ok(())
@@ -218,14 +226,16 @@ impl Store {
                 None => self.objects.get(key).map(Stored::object),
             };
             let Some(obj) = obj else { continue };
-            if !Self::selects(rt, ns, opts, &obj) {
-                continue;
-            }
+            // A full page with any key after it gets a continue token, whether or not that key
+            // matches the selectors: etcd's list says there is more, not that more matches.
             if limit.is_some_and(|l| items.len() >= l) {
                 remaining += 1;
                 if !unfiltered {
                     break;
                 }
+                continue;
+            }
+            if !Self::selects(rt, ns, opts, &obj) {
                 continue;
             }
             items.push(render(rt, &obj));

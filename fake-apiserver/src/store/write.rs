@@ -444,6 +444,29 @@ impl Store {
         {
             return Err(ApiError::stale(&rt.group, &rt.plural, name));
         }
+        // A uid in the body is a precondition of the storage layer, answered in its words.
+        let want_uid = obj["metadata"]["uid"].as_str().unwrap_or("");
+        let have_uid = old["metadata"]["uid"].as_str().unwrap_or("");
+        if !want_uid.is_empty() && want_uid != have_uid {
+            let prefix = if self.catalog.is_builtin(&rt.group, &rt.plural) {
+                rt.plural.clone()
+            } else {
+                format!("{}/{}", rt.group, rt.plural)
+            };
+            let key = if rt.namespaced {
+                format!("/registry/{prefix}/{ns}/{name}")
+            } else {
+                format!("/registry/{prefix}/{name}")
+            };
+            return Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!(
+                    "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {want_uid}, UID in object meta: {have_uid}"
+                ),
+            ));
+        }
         let incoming = match rt.behavior.convert {
             Some(c) => (c.to_storage)(&obj),
             None => obj,
@@ -690,12 +713,13 @@ impl Store {
         if let Some(want) = &opts.precondition_uid
             && *want != uid
         {
+            // The real registry names the kind here, not the resource.
             return Err(ApiError::conflict(
                 &rt.group,
-                &rt.plural,
+                &rt.kind,
                 name,
                 &format!(
-                    "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+                    "the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
                 ),
             ));
         }
@@ -704,10 +728,10 @@ impl Store {
             if want != have {
                 return Err(ApiError::conflict(
                     &rt.group,
-                    &rt.plural,
+                    &rt.kind,
                     name,
                     &format!(
-                        "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {have}"
+                        "the ResourceVersion in the precondition ({want}) does not match the ResourceVersion in record ({have}). The object might have been modified"
                     ),
                 ));
             }

@@ -38,36 +38,6 @@ async fn get_as(
     )
 }
 
-/// POST a raw JSON ConfigMap with `fieldValidation=Strict`: (status, body).
-async fn post_strict(s: &fake_apiserver::FakeApiServer, body: &'static str) -> (u16, Value) {
-    raw(
-        s,
-        "POST",
-        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
-        "application/json",
-        body,
-    )
-    .await
-}
-
-/// POST a raw JSON body without fieldValidation (so Warn): (status, the Warning header).
-async fn post_warned(s: &fake_apiserver::FakeApiServer, body: &'static str) -> (u16, String) {
-    let req = http::Request::post("/api/v1/namespaces/default/configmaps")
-        .header("content-type", "application/json")
-        .body(http_body_util::Full::new(bytes::Bytes::from_static(
-            body.as_bytes(),
-        )))
-        .expect("request");
-    let resp = s.service().oneshot(req).await.expect("answer");
-    let warning = resp
-        .headers()
-        .get("warning")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    (resp.status().as_u16(), warning)
-}
-
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
 
 #[tokio::test(start_paused = true)]
@@ -189,23 +159,6 @@ async fn metadata_only_answers_for_metadata_clients() {
     .await;
     assert_eq!(one["kind"], "PartialObjectMetadata");
     assert!(one.get("data").is_none());
-}
-
-#[tokio::test(start_paused = true)]
-async fn field_validation_strict_refuses_and_warn_drops_unknown_fields() {
-    let s = server();
-    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"bogus":1,"data":{"a":"b"}}"#;
-    let (code, err) = post_strict(&s, body).await;
-    assert_eq!(code, 400);
-    assert_eq!(
-        err["message"],
-        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
-    );
-    let (code, warning) = post_warned(&s, body).await;
-    assert_eq!(code, 201);
-    assert_eq!(warning, r#"299 - "unknown field \"bogus\"""#);
-    let (_, stored) = raw(&s, "GET", "/api/v1/namespaces/default/configmaps/x", "", "").await;
-    assert!(stored.get("bogus").is_none(), "unknown fields are dropped");
 }
 
 const GADGETS: &str = r#"
@@ -389,19 +342,4 @@ async fn deployment_and_event_tables_have_their_real_columns() {
         columns,
         vec!["Last Seen", "Type", "Reason", "Object", "Message"]
     );
-}
-
-#[tokio::test(start_paused = true)]
-async fn duplicate_fields_are_refused_under_strict_and_warned_about_otherwise() {
-    let s = server();
-    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"},"data":{"a":"1","a":"2"}}"#;
-    let (code, err) = post_strict(&s, body).await;
-    assert_eq!(code, 400);
-    assert_eq!(
-        err["message"],
-        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"data.a\""
-    );
-    let (code, warning) = post_warned(&s, body).await;
-    assert_eq!(code, 201);
-    assert_eq!(warning, r#"299 - "duplicate field \"data.a\"""#);
 }

@@ -6,6 +6,7 @@ mod crd;
 mod crud;
 mod deletion;
 mod determinism;
+mod dual;
 mod faults;
 mod fidelity;
 mod kubectl;
