@@ -121,6 +121,10 @@ pub struct Options {
     pub disabled_controllers: Vec<String>,
     /// Admission plugins of kube-apiserver to turn off, by name (`TaintNodesByCondition`, ...).
     pub disabled_admission_plugins: Vec<String>,
+    /// CustomResourceDefinitions `(origin, yaml)` to install once the API server is ready and
+    /// before the controllers start: kube-controller-manager's garbage collector only notices
+    /// kinds that appear later at its next discovery resync, up to 30 seconds on.
+    pub crds: Vec<(String, String)>,
     /// Outlive this process (`cargo xtask control-plane up`); `stop` it or `down` it later.
     pub detached: bool,
     /// How long start-up may take.
@@ -151,6 +155,7 @@ impl Options {
             controllers: true,
             disabled_controllers: Vec::new(),
             disabled_admission_plugins: Vec::new(),
+            crds: Vec::new(),
             detached: false,
             ready_timeout: Duration::from_secs(120),
         }
@@ -267,6 +272,15 @@ impl ControlPlane {
         )?;
         let deadline = started + options.ready_timeout;
         cp.wait_ready(deadline, options.ready_timeout).await?;
+        if !options.crds.is_empty() {
+            let crds: Vec<(&str, &str)> = options
+                .crds
+                .iter()
+                .map(|(o, y)| (o.as_str(), y.as_str()))
+                .collect();
+            let left = deadline.saturating_duration_since(Instant::now());
+            install_crds(&cp.client().await?, &crds, left).await?;
+        }
 
         if options.controllers {
             let mut disabled = String::from("*");

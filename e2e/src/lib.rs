@@ -7,16 +7,21 @@
 //! - [`perf`]: Kueue's scheduler performance benchmark, run on virtual time.
 //! - [`trace`]: the deterministic record of what changed, compared as an `insta` snapshot.
 
+pub mod backend;
 pub mod cluster;
 pub mod env;
 pub mod harness;
 pub mod json;
+pub mod kind;
 pub mod perf;
+pub mod remote;
 pub mod scenario;
 pub mod snapshot;
 pub mod trace;
+pub mod world;
 
 pub use cluster::{Cluster, EmbeddedCluster};
 pub use env::{Component, ComponentContext, EnvError, TestEnv, TestEnvBuilder};
 pub use scenario::{Outcome, Registry, Scenario};
 pub use trace::Trace;
+pub use world::World;

@@ -56,8 +56,9 @@ enum Command {
         crds: Vec<String>,
     },
     /// Run the benchmarks (optimised build) and print their results as Markdown tables: the fake
-    /// API server's, the wall time of each scenario and of the whole suite, then Kueue's
-    /// scheduler performance baseline against the controller.
+    /// API server's, the wall time of each scenario and of the whole suite, Kueue's scheduler
+    /// performance baseline against the controller, then the reference control plane against the
+    /// fake (start-up, create and GET throughput; skipped, saying why, without its binaries).
     Bench,
     /// Run the YAML scenarios in e2e/scenarios/ with a summary, comparing each trace with its
     /// snapshot.
@@ -67,6 +68,31 @@ enum Command {
         /// Write the traces as the new snapshots instead of failing when they differ.
         #[arg(long)]
         accept: bool,
+    },
+    /// Run the scenarios on a real cluster, on real time, with the controller, the fake
+    /// autoscaler and the job runner as processes: the reference control plane (default; a fresh
+    /// one per scenario, `cargo xtask control-plane build` first), any cluster (`--kubeconfig`),
+    /// or a kind cluster made for the run (`--kind`, needs kind and Docker). Scenarios that need
+    /// virtual time or faults are skipped with the reason; the assertions decide, and each
+    /// scenario's trace, events and component logs go to target/e2e/<backend>/.
+    E2e {
+        /// The reference control plane (the default).
+        #[arg(long, conflicts_with_all = ["kubeconfig", "kind"])]
+        control_plane: bool,
+        /// The cluster of this kubeconfig.
+        #[arg(long, value_name = "PATH", conflicts_with = "kind")]
+        kubeconfig: Option<String>,
+        /// A kind cluster made for the run, deleted afterwards unless --keep.
+        #[arg(long)]
+        kind: bool,
+        /// With --kind: leave the cluster running.
+        #[arg(long, requires = "kind")]
+        keep: bool,
+        /// With --kind: the node image, e.g. kindest/node:v1.37.2.
+        #[arg(long, requires = "kind")]
+        kind_image: Option<String>,
+        /// Only scenarios whose file name contains this.
+        filter: Option<String>,
     },
     /// Regenerate checked-in code derived from dependencies (the built-in resource catalogue).
     Codegen {
@@ -152,6 +178,16 @@ fn main() -> anyhow::Result<()> {
             // compacted and zeroed 2 MiB at a time as the heap grew: 0.6 to 0.8 s more system time
             // per cohort, with no gain in user time.
             cmd.env("MIMALLOC_ALLOW_THP", "0");
+            run(cmd)?;
+            // The reference control plane against the fake (says why and skips without it).
+            let mut cmd = cargo();
+            cmd.args([
+                "bench",
+                "--package",
+                "control-plane",
+                "--bench",
+                "control_plane",
+            ]);
             run(cmd)
         }
         Command::Scenarios { filter, accept } => {
@@ -196,6 +232,51 @@ fn main() -> anyhow::Result<()> {
                 "--",
             ]);
             cmd.args(args);
+            run(cmd)
+        }
+        Command::E2e {
+            control_plane: _,
+            kubeconfig,
+            kind,
+            keep,
+            kind_image,
+            filter,
+        } => {
+            // The components run from their own binaries, built first.
+            let mut build = cargo();
+            build.args(["build", "--quiet", "--bins"]);
+            for package in ["controller", "fake-autoscaler", "e2e"] {
+                build.args(["--package", package]);
+            }
+            run(build)?;
+            let mut cmd = cargo();
+            cmd.args([
+                "run",
+                "--quiet",
+                "--package",
+                "e2e",
+                "--bin",
+                "scenarios",
+                "--",
+            ]);
+            match (kubeconfig, kind) {
+                (Some(path), _) => {
+                    cmd.args(["--kubeconfig", &path]);
+                }
+                (None, true) => {
+                    cmd.arg("--kind");
+                    if keep {
+                        cmd.arg("--keep");
+                    }
+                    if let Some(image) = kind_image {
+                        cmd.args(["--kind-image", &image]);
+                    }
+                }
+                (None, false) => {
+                    cmd.arg("--control-plane");
+                }
+            }
+            cmd.args(filter);
             run(cmd)
         }
         Command::Codegen { check } => codegen::run(check),

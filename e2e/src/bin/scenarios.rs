@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use e2e::backend::{Backend, RealOutcome, Session};
+use e2e::kind::KindOptions;
 use e2e::scenario::{Registry, load, run_blocking};
 use e2e::snapshot::{assert_trace, scenario_files, scenarios_dir, snapshots_dir};
 
@@ -23,8 +25,50 @@ struct Args {
     dir: Option<std::path::PathBuf>,
     /// Measure instead of checking: run each scenario this many times and print wall times as a
     /// Markdown table (snapshots are not compared).
-    #[arg(long, value_name = "RUNS")]
+    #[arg(long, value_name = "RUNS", conflicts_with_all = ["control_plane", "kubeconfig", "kind"])]
     bench: Option<usize>,
+    /// Run on the reference control plane (a fresh one per scenario; `cargo xtask
+    /// control-plane build` first), on real time, with the components as processes.
+    #[arg(long, conflicts_with_all = ["kubeconfig", "kind"])]
+    control_plane: bool,
+    /// Run on the cluster of this kubeconfig, on real time, with the components as processes.
+    /// The run applies the CRDs and deletes what each scenario made.
+    #[arg(long, value_name = "PATH", conflicts_with = "kind")]
+    kubeconfig: Option<std::path::PathBuf>,
+    /// Run on a kind cluster made for the run (needs kind and Docker).
+    #[arg(long)]
+    kind: bool,
+    /// With --kind: leave the cluster running afterwards.
+    #[arg(long, requires = "kind")]
+    keep: bool,
+    /// With --kind: the node image, e.g. kindest/node:v1.37.2.
+    #[arg(long, requires = "kind")]
+    kind_image: Option<String>,
+    /// With --kind: the kind executable.
+    #[arg(long, requires = "kind", default_value = "kind")]
+    kind_binary: std::path::PathBuf,
+    /// Where a real backend's run writes each scenario's trace, events and component logs.
+    #[arg(long, default_value = "target/e2e")]
+    run_dir: std::path::PathBuf,
+}
+
+impl Args {
+    fn backend(&self) -> Option<Backend> {
+        if self.control_plane {
+            return Some(Backend::ControlPlane);
+        }
+        if let Some(path) = &self.kubeconfig {
+            return Some(Backend::Kubeconfig(path.clone()));
+        }
+        self.kind.then(|| {
+            Backend::Kind(KindOptions {
+                binary: self.kind_binary.clone(),
+                image: self.kind_image.clone(),
+                keep: self.keep,
+                ..KindOptions::default()
+            })
+        })
+    }
 }
 
 fn main() -> ExitCode {
@@ -61,10 +105,103 @@ fn main() -> ExitCode {
             }
         }
     }
+    if let Some(backend) = args.backend() {
+        return real(&scenarios, backend, &args.run_dir);
+    }
     match args.bench {
         Some(runs) => bench(&scenarios, runs.max(1)),
         None => check(&scenarios, &snapshots_dir(&dir)),
     }
+}
+
+/// Every scenario on a real backend, with a progress bar; the assertions decide.
+fn real(scenarios: &[e2e::Scenario], backend: Backend, run_dir: &std::path::Path) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("starting a tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let name = backend.name();
+    let run_dir = run_dir.join(name);
+    let suite = Instant::now();
+    let session = match Session::start(backend, &run_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = runtime.block_on(session.check()) {
+        eprintln!("{e}");
+        let _ = session.finish();
+        return ExitCode::FAILURE;
+    }
+    let bar = indicatif::ProgressBar::new(scenarios.len() as u64).with_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let (mut failed, mut skipped) = (0, 0);
+    for scenario in scenarios {
+        bar.set_message(scenario.name.clone());
+        let wall = Instant::now();
+        let line = match runtime.block_on(session.run(scenario)) {
+            Err(e) => {
+                failed += 1;
+                format!("FAIL {}: {e}", scenario.name)
+            }
+            Ok(RealOutcome::Skipped(reason)) => {
+                skipped += 1;
+                format!("skip {}: {reason}", scenario.name)
+            }
+            Ok(RealOutcome::Ran { outcome, dir }) => match &outcome.failure {
+                Some(failure) => {
+                    failed += 1;
+                    format!(
+                        "FAIL {} ({:.1} s; trace and logs in {})\n{failure}",
+                        scenario.name,
+                        wall.elapsed().as_secs_f64(),
+                        dir.display()
+                    )
+                }
+                None => format!(
+                    "ok   {} ({:.1} s on {name}, {} trace lines)",
+                    scenario.name,
+                    wall.elapsed().as_secs_f64(),
+                    outcome.trace.to_yaml().lines().count()
+                ),
+            },
+        };
+        // A hidden bar (no terminal) drops what it prints.
+        if bar.is_hidden() {
+            println!("{line}");
+        } else {
+            bar.println(line);
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let finished = session.finish();
+    println!(
+        "\n{} scenarios on {name}, {} passed, {failed} failed, {skipped} skipped, in {:.0?}",
+        scenarios.len(),
+        scenarios.len() - failed - skipped,
+        suite.elapsed()
+    );
+    println!("traces, events and component logs: {}", run_dir.display());
+    if let Err(e) = finished {
+        eprintln!("{e}");
+        return ExitCode::FAILURE;
+    }
+    if failed > 0 {
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }
 
 fn check(scenarios: &[e2e::Scenario], snapshots: &std::path::Path) -> ExitCode {

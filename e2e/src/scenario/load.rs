@@ -11,8 +11,8 @@ use serde_saphyr::Spanned;
 
 use super::duration::VirtualDuration;
 use super::model::{
-    Absent, Assert, Delete, Dump, Events, ExpectError, ExpectedEvent, Fault, Patch, PatchType,
-    PropagationPolicy, RawStep, ScenarioFile, Subresource, Watch, Write,
+    Absent, Assert, Delete, Dump, Events, ExpectError, ExpectedEvent, Fault, Need, Patch,
+    PatchType, PropagationPolicy, RawStep, ScenarioFile, Subresource, Watch, Write,
 };
 
 /// How long `assert`, `absent` and `events` wait by default (virtual time on the embedded cluster).
@@ -42,7 +42,57 @@ pub struct Scenario {
     /// The kinds the trace records.
     pub trace: Vec<KindRef>,
     pub namespace: String,
+    /// What it declares it needs of the embedded world.
+    pub needs: Vec<Need>,
     pub steps: Vec<Step>,
+}
+
+/// The longest wait (`advance`, or an assertion's timeout) a real backend runs; a scenario that
+/// waits longer needs virtual time.
+pub const REAL_TIME_LIMIT: Duration = Duration::from_secs(30);
+
+impl Scenario {
+    /// Why this scenario cannot run on a real cluster (real time, no faults), if it cannot.
+    pub fn real_time_blocker(&self) -> Option<String> {
+        if self.needs.contains(&Need::Faults) {
+            return Some("it declares that it needs fault injection".into());
+        }
+        if self.needs.contains(&Need::VirtualTime) {
+            return Some("it declares that it needs virtual time".into());
+        }
+        let ops = self
+            .steps
+            .iter()
+            .flat_map(|s| s.try_.iter().chain(&s.catch).chain(&s.finally));
+        for op in ops {
+            let wait = match &op.action {
+                Action::Fault(_) => {
+                    return Some(format!("line {}: it injects faults", op.line));
+                }
+                Action::Advance(d) => Some(("advances", *d)),
+                Action::Assert { timeout, .. } | Action::Events { timeout, .. } => {
+                    Some(("waits", *timeout))
+                }
+                Action::Absent {
+                    timeout,
+                    consistently,
+                    ..
+                } => Some(("waits", consistently.unwrap_or(*timeout))),
+                _ => None,
+            };
+            if let Some((verb, d)) = wait
+                && d > REAL_TIME_LIMIT
+            {
+                return Some(format!(
+                    "line {}: it {verb} {} on virtual time; a real cluster waits at most {}",
+                    op.line,
+                    super::duration::format_duration(d),
+                    super::duration::format_duration(REAL_TIME_LIMIT)
+                ));
+            }
+        }
+        None
+    }
 }
 
 /// A kind as a scenario names it: `apiVersion` may be empty when only the kind was given.
@@ -301,6 +351,7 @@ impl Checker<'_> {
             components: raw.components,
             trace,
             namespace: raw.namespace.unwrap_or_else(|| "default".into()),
+            needs: raw.needs,
             steps,
         })
     }

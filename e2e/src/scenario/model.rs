@@ -30,7 +30,21 @@ pub struct ScenarioFile {
     /// Namespace for namespaced objects that do not name one. Default: `default`.
     #[serde(default)]
     pub namespace: Option<String>,
+    /// What only the embedded world gives, so that real backends skip the scenario with that
+    /// reason. Waits longer than a real backend's bound and `fault` steps are found without it.
+    #[serde(default)]
+    pub needs: Vec<Need>,
     pub steps: Vec<Spanned<RawStep>>,
+}
+
+/// Something only the embedded world has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Need {
+    /// Exact timing: the scenario's outcome depends on when things happen, not only on order.
+    VirtualTime,
+    /// Fault injection on the API server.
+    Faults,
 }
 
 /// A step, or one operation inside a step's `try`, `catch` or `finally`. A step is either a

@@ -21,6 +21,7 @@ use crate::cluster::{Changes, Cluster};
 use crate::env::TestEnv;
 use crate::json::{ListKeys, partial_match, render_diff};
 use crate::trace::{Recorder, Trace};
+use crate::world::World;
 
 /// How long the end of a scenario with watches waits for them to catch up (virtual time).
 const WATCH_SETTLE: Duration = Duration::from_secs(5);
@@ -92,7 +93,7 @@ pub async fn run(scenario: &Scenario, registry: &Registry) -> Result<Outcome, St
 }
 
 /// Run a scenario's steps against an environment that is already up.
-pub async fn run_in(env: &TestEnv, scenario: &Scenario) -> Outcome {
+pub async fn run_in(env: &dyn World, scenario: &Scenario) -> Outcome {
     let cluster = env.cluster();
     let feed = cluster.observe();
     let mut recorder = Recorder::new(feed, scenario.trace.clone(), env.start_time());
@@ -105,7 +106,22 @@ pub async fn run_in(env: &TestEnv, scenario: &Scenario) -> Outcome {
         watches: Vec::new(),
     };
     let mut failure = None;
+    if !cluster.virtual_time()
+        && let Err(message) = runner.watch_traced_kinds().await
+    {
+        failure = Some(Failure {
+            file: scenario.file.clone(),
+            line: 0,
+            step: "start".into(),
+            verb: "watch",
+            message,
+            dumps: Vec::new(),
+        });
+    }
     for (index, step) in scenario.steps.iter().enumerate() {
+        if failure.is_some() {
+            break;
+        }
         let label = step_label(index, step);
         recorder.step(&label, cluster.now());
         if let Err(f) = runner.step(&label, step).await {
@@ -195,7 +211,7 @@ pub fn object_label(obj: &Value) -> String {
 }
 
 struct Runner<'a> {
-    env: &'a TestEnv,
+    env: &'a dyn World,
     cluster: Arc<dyn Cluster>,
     scenario: &'a Scenario,
     kinds: HashMap<(String, String), (ApiResource, ApiCapabilities)>,
@@ -575,12 +591,22 @@ impl Runner<'_> {
         let deadline = tokio::time::Instant::now() + window;
         let start = tokio::time::Instant::now();
         let mut changes = Changes::new(self.cluster.as_ref());
+        // The objects there at the first look. One deleted and made again under the same name
+        // (a new uid) is gone: a real cluster can do both between two looks.
+        let mut first: Option<Vec<String>> = None;
         loop {
             changes.mark();
-            let mut present = Vec::new();
+            let mut found = Vec::new();
             for obj in objects {
-                present.extend(self.present(obj).await?);
+                found.extend(self.present(obj).await?);
             }
+            let first_uids =
+                first.get_or_insert_with(|| found.iter().map(|(_, u)| u.clone()).collect());
+            let present: Vec<String> = found
+                .into_iter()
+                .filter(|(_, uid)| consistently.is_some() || first_uids.contains(uid))
+                .map(|(label, _)| label)
+                .collect();
             let now = tokio::time::Instant::now();
             match (consistently.is_some(), present.is_empty()) {
                 (false, true) => return Ok(()),
@@ -605,10 +631,19 @@ impl Runner<'_> {
         }
     }
 
-    /// Labels of the objects matching `obj` (by name, or by kind and labels) that exist.
-    async fn present(&mut self, obj: &Value) -> Result<Vec<String>, String> {
+    /// Labels and uids of the objects matching `obj` (by name, or by kind and labels) that exist.
+    async fn present(&mut self, obj: &Value) -> Result<Vec<(String, String)>, String> {
         let (_, found) = self.find(obj).await?;
-        Ok(found.iter().map(object_label).collect())
+        Ok(found
+            .iter()
+            .map(|o| {
+                let uid = o["metadata"]["uid"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                (object_label(o), uid)
+            })
+            .collect())
     }
 
     /// The objects `obj` names: the one called `metadata.name`, or without a name every object of
@@ -727,6 +762,41 @@ impl Runner<'_> {
         };
         self.watches
             .push(ScenarioWatch::start(w.name.clone(), api).await?);
+        Ok(())
+    }
+
+    /// Without a change feed (a real cluster), the trace is what a watch of each traced kind saw.
+    /// Kinds named without an apiVersion are found through discovery.
+    async fn watch_traced_kinds(&mut self) -> OpResult {
+        let discovery = kube::Discovery::new(self.cluster.client())
+            .run()
+            .await
+            .map_err(|e| format!("discovery: {e}"))?;
+        let mut watched = Vec::new();
+        for kind in &self.scenario.trace {
+            let api_version = if kind.api_version.is_empty() {
+                discovery
+                    .groups()
+                    .flat_map(|g| g.recommended_resources())
+                    .find(|(ar, _)| ar.kind == kind.kind)
+                    .map(|(ar, _)| ar.api_version)
+                    .ok_or_else(|| format!("trace: the cluster serves no kind {}", kind.kind))?
+            } else {
+                kind.api_version.clone()
+            };
+            let name = format!("trace {api_version} {}", kind.kind);
+            if watched.contains(&name) {
+                continue;
+            }
+            watched.push(name.clone());
+            self.watch(&Watch {
+                name,
+                api_version,
+                kind: kind.kind.clone(),
+                namespace: None,
+            })
+            .await?;
+        }
         Ok(())
     }
 
