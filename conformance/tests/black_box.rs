@@ -2,30 +2,14 @@
 //! separate process, and the `conformance` binary against them on real time, with short timings
 //! on both sides so that it takes seconds.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 use fake_apiserver::{FakeApiServer, TcpServer};
 
-struct Killed(Child);
+mod common;
 
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The fake autoscaler's binary, built beside this package's by `cargo test --workspace`.
-fn fake_autoscaler_binary() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_conformance")).with_file_name("fake-autoscaler");
-    assert!(
-        path.exists(),
-        "{} is missing: build it first (`cargo build -p fake-autoscaler`; `cargo test --workspace` does)",
-        path.display()
-    );
-    path
-}
+use common::{Killed, fake_autoscaler_binary};
 
 const AUTOSCALER: &str = r#"
 nodeGroups:

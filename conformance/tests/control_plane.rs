@@ -5,32 +5,17 @@
 //! Skips (saying why) without the control plane's binaries, unless
 //! `TOLLGATE_REQUIRE_CONTROL_PLANE` is set.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use conformance::embedded::ReferenceClass;
 use conformance::options::Timeouts;
 use k8s_openapi::api::core::v1::Node;
 
-struct Killed(Child);
+mod common;
 
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn fake_autoscaler_binary() -> PathBuf {
-    let path = Path::new(env!("CARGO_BIN_EXE_conformance")).with_file_name("fake-autoscaler");
-    assert!(
-        path.exists(),
-        "{} is missing: build it first (`cargo build -p fake-autoscaler`; `cargo test --workspace` does)",
-        path.display()
-    );
-    path
-}
+use common::{Killed, fake_autoscaler_binary};
 
 /// The embedded world's node groups and classes, with timings short enough for real time:
 /// scale-ups in a second, the vendor class queued for two, bookings of three, and collection

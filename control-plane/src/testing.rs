@@ -45,19 +45,7 @@ pub fn available(binaries: &Binaries) -> bool {
 /// binaries are missing and not required. Tests share it: give each its own namespace and names.
 pub async fn shared() -> Option<&'static ControlPlane> {
     static SHARED: OnceCell<Option<ControlPlane>> = OnceCell::const_new();
-    SHARED
-        .get_or_init(|| async {
-            let binaries = Binaries::locate();
-            if !available(&binaries) {
-                return None;
-            }
-            match start_for_tests(&binaries).await {
-                Ok(cp) => Some(cp),
-                Err(e) => panic!("the reference control plane did not start: {e}"),
-            }
-        })
-        .await
-        .as_ref()
+    SHARED.get_or_init(private).await.as_ref()
 }
 
 /// A control plane of its own, for a test that must not share (it is stopped when dropped).
@@ -66,15 +54,14 @@ pub async fn private() -> Option<ControlPlane> {
     if !available(&binaries) {
         return None;
     }
-    match start_for_tests(&binaries).await {
+    let started = match run_dir() {
+        Ok(dir) => ControlPlane::start(&binaries, Options::new(dir).for_fake_nodes()).await,
+        Err(e) => Err(e),
+    };
+    match started {
         Ok(cp) => Some(cp),
         Err(e) => panic!("the reference control plane did not start: {e}"),
     }
-}
-
-async fn start_for_tests(binaries: &Binaries) -> Result<ControlPlane, Error> {
-    let dir = run_dir()?;
-    ControlPlane::start(binaries, Options::new(dir).for_fake_nodes()).await
 }
 
 /// `target/control-plane/test-runs/<binary>-<pid>-<n>`. Directories of test processes that have

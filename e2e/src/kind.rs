@@ -150,7 +150,8 @@ impl KindCluster {
 
 /// Run kind; a missing binary or a failure is one sentence with what kind said.
 fn kind(options: &KindOptions, args: Vec<std::ffi::OsString>, doing: &str) -> Result<(), String> {
-    let out = duct::cmd(&options.binary, args)
+    // As an OsStr, not a Path: duct runs a relative Path as `./kind` instead of looking on PATH.
+    let out = duct::cmd(options.binary.as_os_str(), args)
         .stderr_to_stdout()
         .stdout_capture()
         .unchecked()

@@ -103,14 +103,7 @@ pub fn process_spec(
         "controller" => {
             // Checked as the embedded component would, so a bad one fails before anything runs.
             crate::harness::ControllerComponent::from_value(config)?;
-            if let Some(c) = config.get("configuration").filter(|c| !c.is_null()) {
-                let mut c = c.clone();
-                if let Some(map) = c.as_object_mut() {
-                    map.entry("apiVersion")
-                        .or_insert_with(|| api::config::API_VERSION.into());
-                    map.entry("kind")
-                        .or_insert_with(|| api::config::KIND.into());
-                }
+            if let Some(c) = crate::harness::controller::configuration_document(config) {
                 let path = write("controller-config.yaml", &c)?;
                 args.extend(["--config".into(), path.display().to_string()]);
             }

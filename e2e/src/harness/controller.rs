@@ -31,16 +31,9 @@ impl ControllerComponent {
 
     /// From a scenario's `components.controller`: `{}` or `{configuration: <Kueue Configuration>}`.
     pub fn from_value(value: &Value) -> Result<Self, String> {
-        let config = match value.get("configuration") {
-            None | Some(Value::Null) => api::config::Configuration::default(),
+        let config = match configuration_document(value) {
+            None => api::config::Configuration::default(),
             Some(c) => {
-                let mut c = c.clone();
-                if let Some(map) = c.as_object_mut() {
-                    map.entry("apiVersion")
-                        .or_insert_with(|| api::config::API_VERSION.into());
-                    map.entry("kind")
-                        .or_insert_with(|| api::config::KIND.into());
-                }
                 let text = serde_json::to_string(&c).map_err(|e| e.to_string())?;
                 controller::config::parse(&text).map_err(|e| format!("configuration: {e}"))?
             }
@@ -58,6 +51,22 @@ impl ControllerComponent {
     pub fn metrics(&self) -> Arc<controller::metrics::Metrics> {
         self.metrics.clone()
     }
+}
+
+/// A scenario's `components.controller.configuration` as a whole Configuration document (the
+/// apiVersion and kind filled in), as the controller binary reads it with `--config`.
+pub fn configuration_document(component: &Value) -> Option<Value> {
+    let mut c = component
+        .get("configuration")
+        .filter(|c| !c.is_null())?
+        .clone();
+    if let Some(map) = c.as_object_mut() {
+        map.entry("apiVersion")
+            .or_insert_with(|| api::config::API_VERSION.into());
+        map.entry("kind")
+            .or_insert_with(|| api::config::KIND.into());
+    }
+    Some(c)
 }
 
 impl Component for ControllerComponent {
