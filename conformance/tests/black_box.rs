@@ -2,7 +2,7 @@
 //! separate process, and the `conformance` binary against them on real time, with short timings
 //! on both sides so that it takes seconds.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use fake_apiserver::{FakeApiServer, TcpServer};
