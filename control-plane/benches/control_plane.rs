@@ -118,12 +118,24 @@ async fn main() {
         .expect("client");
     let real = full.client().await.expect("client");
     println!();
-    println!("| server, client | in flight | creates/s | GETs/s |",);
+    println!("| server, client | in flight | creates/s | GETs/s |");
     println!("| --- | --- | --- | --- |");
     let worlds = [
-        ("embedded fake, in-process kube::Client", fake.client(), "in-process"),
-        ("served fake, kube::Client over HTTP", served.clone(), "served"),
-        ("kube-apiserver, kube::Client over HTTPS", real.clone(), "real"),
+        (
+            "embedded fake, in-process kube::Client",
+            fake.client(),
+            "in-process",
+        ),
+        (
+            "served fake, kube::Client over HTTP",
+            served.clone(),
+            "served",
+        ),
+        (
+            "kube-apiserver, kube::Client over HTTPS",
+            real.clone(),
+            "real",
+        ),
     ];
     for (_, client, ns) in &worlds {
         let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
