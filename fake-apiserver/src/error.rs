@@ -219,6 +219,12 @@ impl ApiError {
         if !group.is_empty() {
             details["group"] = json!(group);
         }
+        // An empty name is left out, as Go's omitempty does.
+        if name.is_empty()
+            && let Some(m) = details.as_object_mut()
+        {
+            m.remove("name");
+        }
         ApiError {
             details: Some(details),
             ..Self::new(
@@ -228,6 +234,23 @@ impl ApiError {
                     "{} \"{name}\" is invalid: {summary}",
                     qualified_resource(group, kind)
                 ),
+            )
+        }
+    }
+
+    /// 422 Invalid for a patch whose result does not decode: the cause is on the field `patch`,
+    /// the object nameless, as kube-apiserver words it.
+    pub fn invalid_patch(patched: &str, why: &str) -> Self {
+        let quoted = serde_json::to_string(patched).unwrap_or_default();
+        let message = format!("Invalid value: {quoted}: {why}");
+        ApiError {
+            details: Some(json!({
+                "causes": [{"reason": "FieldValueInvalid", "message": message, "field": "patch"}],
+            })),
+            ..Self::new(
+                422,
+                "Invalid",
+                format!(" \"\" is invalid: patch: {message}"),
             )
         }
     }

@@ -99,6 +99,37 @@ const EVENT_V1_FIELDS: &[&str] = &[
     "type",
 ];
 
+/// Whether objects of this kind carry `metadata.generation` (1 on create, bumped by changes
+/// outside metadata and status): custom resources, CRDs, and the built-ins whose registry
+/// strategy sets it (checked one by one on kube-apiserver v1.37).
+pub fn has_generation(rt: &super::ResourceType) -> bool {
+    rt.crd.is_some()
+        || matches!(
+            (rt.group.as_str(), rt.plural.as_str()),
+            ("", "pods" | "podtemplates" | "replicationcontrollers")
+                | (
+                    "apps",
+                    "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+                )
+                | ("batch", "jobs" | "cronjobs")
+                | ("autoscaling", "horizontalpodautoscalers")
+                | ("policy", "poddisruptionbudgets")
+                | (
+                    "networking.k8s.io",
+                    "networkpolicies" | "ingresses" | "ingressclasses"
+                )
+                | ("discovery.k8s.io", "endpointslices")
+                | ("scheduling.k8s.io", "priorityclasses")
+                | ("admissionregistration.k8s.io", _)
+                | ("flowcontrol.apiserver.k8s.io", _)
+                | (
+                    "resource.k8s.io",
+                    "deviceclasses" | "resourceslices" | "devicetaintrules"
+                )
+                | ("apiextensions.k8s.io", "customresourcedefinitions")
+        )
+}
+
 /// The behaviour table.
 pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
     static PODS: Behavior = Behavior {

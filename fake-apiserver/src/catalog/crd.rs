@@ -23,6 +23,54 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A schema problem (`openAPIV3Schema...: Reason: detail`) as a cause under `prefix`.
+fn schema_cause(prefix: &str, err: &str) -> FieldCause {
+    use crate::error::CauseReason;
+    let (path, message) = err.split_once(": ").unwrap_or(("openAPIV3Schema", err));
+    let reason = if message.starts_with("Required value") {
+        CauseReason::Required
+    } else if message.starts_with("Unsupported value") {
+        CauseReason::NotSupported
+    } else if message.starts_with("Forbidden") {
+        CauseReason::Forbidden
+    } else {
+        CauseReason::Invalid
+    };
+    FieldCause {
+        reason,
+        field: format!("{prefix}.{path}"),
+        message: message.to_string(),
+    }
+}
+
+/// The versions as the real server prints its internal form in a storage-version error (JSON
+/// of the Go structs; schemas shared by all versions have moved to `spec.validation`).
+fn internal_versions(versions: &[Value]) -> String {
+    let shared = versions
+        .windows(2)
+        .all(|w| w[0]["schema"] == w[1]["schema"]);
+    let items: Vec<String> = versions
+        .iter()
+        .map(|v| {
+            let or_null = |k: &str| v.get(k).cloned().unwrap_or(Value::Null).to_string();
+            let flag = |k: &str| v[k].as_bool().unwrap_or(false);
+            format!(
+                "{{\"Name\":{},\"Served\":{},\"Storage\":{},\"Deprecated\":{},\"DeprecationWarning\":{},\"Schema\":{},\"Subresources\":{},\"AdditionalPrinterColumns\":{},\"SelectableFields\":{}}}",
+                or_null("name"),
+                flag("served"),
+                flag("storage"),
+                flag("deprecated"),
+                or_null("deprecationWarning"),
+                if shared { "null".into() } else { or_null("schema") },
+                or_null("subresources"),
+                or_null("additionalPrinterColumns"),
+                or_null("selectableFields"),
+            )
+        })
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
 /// The kinds a CRD serves (one per served version), or the field problems that make it invalid.
 pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
     let mut causes = Vec::new();
@@ -75,25 +123,42 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
         .count()
         != 1
     {
-        causes.push(FieldCause::invalid(
-            "spec.versions",
-            "",
-            "must have exactly one version marked as storage version",
-        ));
+        causes.push(FieldCause {
+            reason: crate::error::CauseReason::Invalid,
+            field: "spec.versions".into(),
+            message: format!(
+                "Invalid value: {}: must have exactly one version marked as storage version",
+                internal_versions(&versions)
+            ),
+        });
+        if !versions.iter().any(|v| v["storage"] == Value::Bool(true)) {
+            causes.push(FieldCause {
+                reason: crate::error::CauseReason::Invalid,
+                field: "status.storedVersions".into(),
+                message: "Invalid value: null: must have at least one stored version".into(),
+            });
+        }
     }
     // Each version's structural schema: a schema that does not parse (or a CEL rule that does not
-    // compile) makes the CRD invalid.
+    // compile) makes the CRD invalid. The real server validates its internal form, where schemas
+    // shared by every version live in `spec.validation`.
+    let shared = versions
+        .windows(2)
+        .all(|w| w[0]["schema"] == w[1]["schema"]);
     let mut schemas = Vec::new();
     for (i, v) in versions.iter().enumerate() {
+        let prefix = if shared {
+            "spec.validation".to_string()
+        } else {
+            format!("spec.versions[{i}].schema")
+        };
         let schema = match v["schema"].get("openAPIV3Schema") {
-            Some(s) if s.is_object() => match Schema::parse(s) {
+            Some(s) if s.is_object() => match Schema::parse_all(s) {
                 Ok(parsed) => Some(Arc::new(parsed)),
-                Err(e) => {
-                    causes.push(FieldCause {
-                        reason: crate::error::CauseReason::Invalid,
-                        field: format!("spec.versions[{i}].schema"),
-                        message: e,
-                    });
+                Err(errs) => {
+                    if i == 0 || !shared {
+                        causes.extend(errs.iter().map(|e| schema_cause(&prefix, e)));
+                    }
                     None
                 }
             },

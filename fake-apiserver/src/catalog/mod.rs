@@ -10,7 +10,7 @@ mod version;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-pub use behavior::{Behavior, DefaultCtx, Lifecycle, NameRule, crd_status_at};
+pub use behavior::{Behavior, DefaultCtx, Lifecycle, NameRule, crd_status_at, has_generation};
 pub(crate) use builtin::builtin_types;
 pub use crd::crd_types;
 pub use version::version_priority;

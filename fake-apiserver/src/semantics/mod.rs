@@ -3,6 +3,7 @@
 
 pub mod apply;
 pub mod event_versions;
+pub mod go_decode;
 pub mod meta;
 pub mod names;
 pub mod patch;

@@ -289,7 +289,11 @@ impl Store {
             }
             meta.insert("uid".into(), json!(uid));
             meta.insert("creationTimestamp".into(), json!(self.clock.now_rfc3339()));
-            meta.insert("generation".into(), json!(1));
+            // Only the kinds whose strategy tracks generation start it at 1; the others keep
+            // whatever the client sent (usually nothing), as kube-apiserver does.
+            if crate::catalog::has_generation(rt) {
+                meta.insert("generation".into(), json!(1));
+            }
         }
         if rt.status
             && !rt.behavior.keep_status_on_create
@@ -409,9 +413,25 @@ impl Store {
         rt: &ResourceType,
         ns: &str,
         name: &str,
+        obj: Value,
+        sub: Subresource,
+        opts: &WriteOptions,
+    ) -> ApiResult<Answer> {
+        self.update_from(rt, ns, name, obj, sub, opts, false)
+    }
+
+    /// An update (`via_patch`: the result of a patch, whose uid is no precondition but an
+    /// immutable field).
+    #[allow(clippy::too_many_arguments)]
+    fn update_from(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
         mut obj: Value,
         sub: Subresource,
         opts: &WriteOptions,
+        via_patch: bool,
     ) -> ApiResult<Answer> {
         if sub == Subresource::Scale {
             return self
@@ -444,9 +464,34 @@ impl Store {
         {
             return Err(ApiError::stale(&rt.group, &rt.plural, name));
         }
+        // Custom resources allow no unconditional update; the real server names the resource
+        // (not the kind) in this error.
+        if rt.crd.is_some() && requested_rv.is_empty() {
+            return Err(ApiError::invalid(
+                &rt.group,
+                &rt.plural,
+                name,
+                vec![FieldCause {
+                    reason: crate::error::CauseReason::Invalid,
+                    field: "metadata.resourceVersion".into(),
+                    message: "Invalid value: 0: must be specified for an update".into(),
+                }],
+            ));
+        }
         // A uid in the body is a precondition of the storage layer, answered in its words.
         let want_uid = obj["metadata"]["uid"].as_str().unwrap_or("");
         let have_uid = old["metadata"]["uid"].as_str().unwrap_or("");
+        if via_patch && !want_uid.is_empty() && want_uid != have_uid {
+            return Err(Self::invalid(
+                rt,
+                &obj,
+                vec![FieldCause::invalid(
+                    "metadata.uid",
+                    want_uid,
+                    "field is immutable",
+                )],
+            ));
+        }
         if !want_uid.is_empty() && want_uid != have_uid {
             let prefix = if self.catalog.is_builtin(&rt.group, &rt.plural) {
                 rt.plural.clone()
@@ -614,7 +659,7 @@ impl Store {
                     .unwrap_or(""),
             );
         }
-        if spec_differs(old, &new, rt.status) {
+        if crate::catalog::has_generation(rt) && spec_differs(old, &new, rt.status) {
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             new["metadata"]["generation"] = json!(generation);
         }
@@ -681,7 +726,20 @@ impl Store {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
         let patched = apply_patch(kind, &rt.group, &rt.kind, &render(rt, &old), body)?;
-        self.update_answer(rt, ns, name, patched, sub, opts)
+        // A result the kind's typed form cannot hold: kube-apiserver answers 422 on the field
+        // `patch`, quoting the patched object and its JSON decoder's complaint.
+        if let (Some(check), crate::catalog::SchemaSource::Builtin(schema)) =
+            (rt.decode_check, &rt.schema)
+            && let Err(e) = check(&patched)
+        {
+            let why = crate::semantics::go_decode::unmarshal_error(*schema, &patched).unwrap_or(e);
+            let mut shown = patched;
+            if let Some(m) = shown["metadata"].as_object_mut() {
+                m.remove("managedFields");
+            }
+            return Err(ApiError::invalid_patch(&shown.to_string(), &why));
+        }
+        self.update_from(rt, ns, name, patched, sub, opts, true)
     }
 
     pub fn delete(

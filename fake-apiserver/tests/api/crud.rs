@@ -12,7 +12,7 @@ use kube::core::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::common::{raw, server};
+use crate::common::server;
 
 const DEFAULT_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
@@ -276,36 +276,3 @@ async fn one_global_resource_version_increases_across_kinds() {
 // ---------------------------------------------------------------------------------------------
 // PATCH types
 // ---------------------------------------------------------------------------------------------
-
-#[tokio::test(start_paused = true)]
-async fn strategic_merge_patch_on_a_custom_resource_is_unsupported() {
-    let s = fake_apiserver::FakeApiServer::builder()
-        .crds_yaml(
-            "widgets.yaml",
-            r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","kind":"Widget"},"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}"#,
-        )
-        .build()
-        .expect("server");
-    let (code, body) = raw(
-        &s,
-        "POST",
-        "/apis/example.com/v1/namespaces/default/widgets",
-        "application/json",
-        r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}"#,
-    )
-    .await;
-    assert_eq!(code, 201, "{body}");
-    let (code, body) = raw(
-        &s,
-        "PATCH",
-        "/apis/example.com/v1/namespaces/default/widgets/w",
-        "application/strategic-merge-patch+json",
-        r#"{"spec":{"a":1}}"#,
-    )
-    .await;
-    assert_eq!(code, 415);
-    assert_eq!(
-        body["message"],
-        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
-    );
-}

@@ -1,8 +1,9 @@
-//! What real clients ask for beyond plain JSON: aggregated discovery, OpenAPI v3, Tables,
-//! metadata-only answers, field validation, and CRD schemas (pruning, defaulting, CEL).
+//! What real clients ask for beyond plain JSON: aggregated discovery, OpenAPI v3, Tables and
+//! metadata-only answers. CRD schemas (pruning, defaulting, CEL) and CRD Tables are checked
+//! against kube-apiserver in `dual::crd`.
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::api::{Api, ListParams, PostParams};
 use kube::discovery::Discovery;
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -159,150 +160,6 @@ async fn metadata_only_answers_for_metadata_clients() {
     .await;
     assert_eq!(one["kind"], "PartialObjectMetadata");
     assert!(one.get("data").is_none());
-}
-
-const GADGETS: &str = r#"
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gadgets.example.com}
-spec:
-  group: example.com
-  scope: Namespaced
-  names: {plural: gadgets, kind: Gadget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    additionalPrinterColumns:
-    - {name: Size, type: integer, jsonPath: .spec.size}
-    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            x-kubernetes-validations:
-            - {rule: self == oldSelf, message: Value is immutable}
-            required: [size]
-            properties:
-              size: {type: integer, minimum: 1}
-              mode: {type: string, enum: [Fast, Slow], default: Slow}
-          status:
-            type: object
-            properties:
-              conditions:
-                type: array
-                x-kubernetes-list-type: map
-                x-kubernetes-list-map-keys: [type]
-                items:
-                  type: object
-                  properties: {type: {type: string}, status: {type: string}}
-"#;
-
-fn gadgets(client: kube::Client) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.com", "v1", "Gadget"),
-        "gadgets",
-    );
-    Api::namespaced_with(client, "default", &ar)
-}
-
-fn gadget(body: Value) -> DynamicObject {
-    let mut v =
-        json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}});
-    if let (Some(m), Some(b)) = (v.as_object_mut(), body.as_object()) {
-        m.extend(b.clone());
-    }
-    serde_json::from_value(v).expect("gadget")
-}
-
-#[tokio::test(start_paused = true)]
-async fn crd_schemas_prune_default_and_validate_custom_resources() {
-    let s = fake_apiserver::FakeApiServer::builder()
-        .crds_yaml("gadgets.yaml", GADGETS)
-        .build()
-        .expect("server");
-    let api = gadgets(s.client());
-
-    let bad = crate::common::api_err(
-        api.create(
-            &PostParams::default(),
-            &gadget(json!({"spec": {"size": 0}})),
-        )
-        .await,
-    );
-    assert_eq!((bad.code, bad.reason.as_str()), (422, "Invalid"));
-    assert!(bad.message.contains("spec.size"), "{}", bad.message);
-    let missing = crate::common::api_err(
-        api.create(&PostParams::default(), &gadget(json!({"spec": {}})))
-            .await,
-    );
-    assert!(
-        missing.message.contains("spec.size: Required value"),
-        "{}",
-        missing.message
-    );
-
-    let created = api
-        .create(
-            &PostParams::default(),
-            &gadget(json!({"spec": {"size": 2, "extra": true}})),
-        )
-        .await
-        .expect("valid gadget");
-    assert_eq!(
-        created.data["spec"],
-        json!({"size": 2, "mode": "Slow"}),
-        "pruned and defaulted"
-    );
-
-    let mut changed = created.clone();
-    changed.data["spec"]["size"] = json!(3);
-    let immutable =
-        crate::common::api_err(api.replace("g", &PostParams::default(), &changed).await);
-    assert_eq!(immutable.code, 422);
-    assert!(
-        immutable.message.contains("Value is immutable"),
-        "{}",
-        immutable.message
-    );
-
-    api.patch_status(
-        "g",
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(
-            json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
-        ),
-    )
-    .await
-    .expect("status");
-    let (_, _, table) = get_as(&s, "/apis/example.com/v1/namespaces/default/gadgets", TABLE).await;
-    let columns: Vec<&str> = table["columnDefinitions"]
-        .as_array()
-        .expect("columns")
-        .iter()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
-    assert_eq!(
-        columns,
-        vec!["Name", "Size", "Ready"],
-        "only the CRD's own columns"
-    );
-    let cells = table["rows"][0]["cells"].as_array().expect("cells");
-    assert_eq!(cells[..3], [json!("g"), json!(2), json!("True")]);
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_crd_whose_cel_rule_does_not_compile_is_refused() {
-    let broken = GADGETS.replace("self == oldSelf", "self ==");
-    let err = fake_apiserver::FakeApiServer::builder()
-        .crds_yaml("broken.yaml", broken)
-        .build()
-        .err()
-        .expect("refused");
-    assert!(err.to_string().contains("spec.versions[0].schema"), "{err}");
 }
 
 #[tokio::test(start_paused = true)]

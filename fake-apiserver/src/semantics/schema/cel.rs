@@ -49,7 +49,18 @@ impl Rule {
             .ok_or_else(|| format!("{path}.rule: Required value"))?
             .to_string();
         let program = Program::compile(&rule).map_err(|e| {
-            format!("{path}.rule: Invalid value: {rule:?}: compilation failed: {e}")
+            // The real server shows the whole rule, as the JSON of its Go struct.
+            let text = |k: &str| Value::String(get(k).unwrap_or("").to_string());
+            let or_null = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
+            format!(
+                "{path}.rule: Invalid value: {{\"Rule\":{},\"Message\":{},\"MessageExpression\":{},\"Reason\":{},\"FieldPath\":{},\"OptionalOldSelf\":{}}}: compilation failed: {e}",
+                text("rule"),
+                text("message"),
+                text("messageExpression"),
+                or_null("reason"),
+                text("fieldPath"),
+                or_null("optionalOldSelf"),
+            )
         })?;
         let message_expression = match get("messageExpression") {
             Some(me) => Some(Program::compile(me).map_err(|e| {

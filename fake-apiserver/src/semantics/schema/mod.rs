@@ -120,9 +120,19 @@ impl Node {
 
 impl Schema {
     /// Parses a version's `openAPIV3Schema`. Errors name the offending schema path, e.g.
-    /// `openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: ...`.
+    /// `openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: ...`;
+    /// every problem is reported, like the real server does.
     pub fn parse(open_api_v3_schema: &Value) -> Result<Schema, String> {
-        let mut root = parse_node(open_api_v3_schema, "openAPIV3Schema")?;
+        Self::parse_all(open_api_v3_schema).map_err(|errs| errs.join(", "))
+    }
+
+    /// [`Schema::parse`], each problem on its own.
+    pub fn parse_all(open_api_v3_schema: &Value) -> Result<Schema, Vec<String>> {
+        let mut errs = Vec::new();
+        let mut root = parse_node(open_api_v3_schema, "openAPIV3Schema", &mut errs);
+        if !errs.is_empty() {
+            return Err(errs);
+        }
         root.resource_root = true;
         Ok(Schema { root })
     }
@@ -189,7 +199,17 @@ fn child_path(path: &str, key: &str) -> String {
     }
 }
 
-fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
+fn parse_node(v: &Value, path: &str, errs: &mut Vec<String>) -> Node {
+    match parse_node_fallible(v, path, errs) {
+        Ok(n) => n,
+        Err(e) => {
+            errs.push(e);
+            Node::default()
+        }
+    }
+}
+
+fn parse_node_fallible(v: &Value, path: &str, errs: &mut Vec<String>) -> Result<Node, String> {
     let Some(m) = v.as_object() else {
         return Err(format!("{path}: Invalid value: must be an object"));
     };
@@ -199,11 +219,12 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
     let u64_of = |k: &str| m.get(k).and_then(Value::as_u64);
     let f64_of = |k: &str| m.get(k).and_then(Value::as_f64);
     if let Some(t) = str_of("type") {
-        n.ty = Some(Ty::parse(t).ok_or_else(|| {
-            format!(
+        n.ty = Ty::parse(t);
+        if n.ty.is_none() {
+            errs.push(format!(
                 "{path}.type: Unsupported value: {t:?}: supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\""
-            )
-        })?);
+            ));
+        }
     }
     n.nullable = bool_of("nullable");
     n.format = str_of("format").map(str::to_string);
@@ -211,6 +232,11 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
     n.embedded = bool_of("x-kubernetes-embedded-resource");
     n.int_or_string = bool_of("x-kubernetes-int-or-string");
     n.unique_items = bool_of("uniqueItems");
+    if n.unique_items {
+        errs.push(format!(
+            "{path}.uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
+        ));
+    }
     n.exclusive_minimum = bool_of("exclusiveMinimum");
     n.exclusive_maximum = bool_of("exclusiveMaximum");
     n.minimum = f64_of("minimum");
@@ -236,20 +262,21 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
         Some("set") => Some(ListType::Set),
         Some("map") => Some(ListType::Map),
         Some(other) => {
-            return Err(format!(
+            errs.push(format!(
                 "{path}.x-kubernetes-list-type: Unsupported value: {other:?}: supported values: \"atomic\", \"set\", \"map\""
             ));
+            None
         }
     };
     n.list_map_keys = strings_of(m, "x-kubernetes-list-map-keys");
     if n.list_type == Some(ListType::Map) && n.list_map_keys.is_empty() {
-        return Err(format!(
+        errs.push(format!(
             "{path}.x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map"
         ));
     }
     if let Some(props) = m.get("properties").and_then(Value::as_object) {
         for (k, pv) in props {
-            let sub = parse_node(pv, &format!("{path}.properties[{k}]"))?;
+            let sub = parse_node(pv, &format!("{path}.properties[{k}]"), errs);
             n.properties.insert(k.clone(), sub);
         }
     }
@@ -258,20 +285,21 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
             n.additional = Some(Box::new(parse_node(
                 ap,
                 &format!("{path}.additionalProperties"),
-            )?));
+                errs,
+            )));
         }
         Some(Value::Bool(true)) => n.preserve_unknown = true,
         _ => {}
     }
     if let Some(items) = m.get("items") {
-        n.items = Some(Box::new(parse_node(items, &format!("{path}.items"))?));
+        n.items = Some(Box::new(parse_node(items, &format!("{path}.items"), errs)));
     }
     if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
         for (i, r) in rules.iter().enumerate() {
-            n.rules.push(cel::Rule::parse(
-                r,
-                &format!("{path}.x-kubernetes-validations[{i}]"),
-            )?);
+            match cel::Rule::parse(r, &format!("{path}.x-kubernetes-validations[{i}]")) {
+                Ok(rule) => n.rules.push(rule),
+                Err(e) => errs.push(e),
+            }
         }
     }
     n.rule_reads = cel::fields_read(&n.rules);
@@ -288,10 +316,16 @@ fn parse_node(v: &Value, path: &str) -> Result<Node, String> {
     n.rules_below = rules_below || !n.rules.is_empty();
     n.transition_rules_below = transition_below || n.rules.iter().any(cel::Rule::is_transition);
     if let Some(d) = m.get("default") {
-        // A default is stored pruned, like the real server requires it to be.
-        let mut d = d.clone();
-        prune::prune_reporting(&n, &mut d, n.embedded);
-        n.default = Some(d);
+        // A default must be pruned already: the real server refuses one with unknown fields.
+        let mut pruned = d.clone();
+        let dropped = prune::prune_reporting(&n, &mut pruned, n.embedded);
+        if !dropped.is_empty() {
+            errs.push(format!(
+                "{path}.default: Invalid value: {}: must not have unknown fields",
+                validate::go_value(d)
+            ));
+        }
+        n.default = Some(pruned);
     }
     Ok(n)
 }

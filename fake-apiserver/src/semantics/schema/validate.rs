@@ -123,6 +123,16 @@ pub(super) fn schema(
     }
     if let Err(want) = type_matches(node, v) {
         errs.push(type_error(path, want, json_type(v)));
+        // kube-openapi's format check of an integer also fails a fraction, with a nil path.
+        if want == "integer" && json_type(v) == "number" && node.format.is_none() {
+            errs.push(FieldCause {
+                reason: CauseReason::Invalid,
+                field: "<nil>".into(),
+                message: format!(
+                    "Invalid value: \"\": Checked value must be of type integer (default format) in {path}"
+                ),
+            });
+        }
         return;
     }
     if let Some(en) = &node.enumeration
@@ -199,6 +209,19 @@ fn string(node: &Node, s: &str, v: &Value, path: &str, errs: &mut Vec<FieldCause
 fn number(node: &Node, n: &serde_json::Number, v: &Value, path: &str, errs: &mut Vec<FieldCause>) {
     let Some(x) = n.as_f64() else { return };
     let is_int = n.is_i64() || n.is_u64();
+    // kube-openapi checks the range of an int32 (with a nil path, as the real server reports it).
+    if node.format.as_deref() == Some("int32")
+        && is_int
+        && n.as_i64().is_none_or(|i| i32::try_from(i).is_err())
+    {
+        errs.push(FieldCause {
+            reason: CauseReason::Invalid,
+            field: "<nil>".into(),
+            message: format!(
+                "Invalid value: \"\": Checked value must be of type integer with format int32 in {path}"
+            ),
+        });
+    }
     if let Some(max) = node.maximum {
         let (bad, word) = if node.exclusive_maximum {
             (x >= max, "less than")
@@ -302,7 +325,7 @@ fn object(
     {
         errs.push(invalid_raw(
             path,
-            min.to_string(),
+            m.len().to_string(),
             &format!("{path} in body should have at least {min} properties"),
             CauseReason::Invalid,
         ));
@@ -315,10 +338,7 @@ fn object(
     if root && node.embedded {
         for k in ["apiVersion", "kind"] {
             if m.get(k).and_then(Value::as_str).is_none_or(str::is_empty) {
-                errs.push(FieldCause::required(
-                    child_path(path, k),
-                    "must not be empty",
-                ));
+                errs.push(FieldCause::required(child_path(path, k), ""));
             }
         }
     }
@@ -327,7 +347,8 @@ fn object(
         if let Some(sub) = node.properties.get(k) {
             schema(sub, x, old_x, &child_path(path, k), sub.embedded, errs);
         } else if let Some(sub) = node.additional.as_deref() {
-            schema(sub, x, old_x, &format!("{path}[{k}]"), sub.embedded, errs);
+            // kube-openapi names map values with a dot, not the `[key]` of field paths.
+            schema(sub, x, old_x, &child_path(path, k), sub.embedded, errs);
         }
     }
 }

@@ -28,6 +28,7 @@ dual!(
     an_update_that_changes_nothing_keeps_the_resource_version,
     update_without_a_resource_version_is_unconditional,
     generation_is_one_on_create_and_bumped_only_by_spec_changes,
+    only_kinds_that_track_generation_get_one,
     writes_to_the_main_resource_ignore_status,
     writes_to_status_change_only_status,
     created_pods_are_pending_and_main_writes_keep_their_status,
@@ -1238,4 +1239,94 @@ async fn the_scale_subresource_reads_and_writes_replicas(env: Env) {
         )
         .await;
     assert_eq!(raw.code, 404, "kinds without replicas have no /scale");
+}
+
+async fn only_kinds_that_track_generation_get_one(env: Env) {
+    let ns = env.ns.clone();
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    let post = |path: String, body: &'static str| {
+        let env = env.clone();
+        async move {
+            let raw = env.raw("POST", &path, "application/json", body).await;
+            assert_eq!(raw.code, 201, "{}", raw.text);
+            raw.body["metadata"]["generation"].clone()
+        }
+    };
+    let none = serde_json::Value::Null;
+    assert_eq!(
+        post(cms.clone(), r#"{"metadata":{"name":"c"},"data":{"a":"b"}}"#).await,
+        none
+    );
+    assert_eq!(
+        post(
+            format!("/api/v1/namespaces/{ns}/secrets"),
+            r#"{"metadata":{"name":"s"}}"#
+        )
+        .await,
+        none
+    );
+    assert_eq!(
+        post(
+            format!("/api/v1/namespaces/{ns}/services"),
+            r#"{"metadata":{"name":"svc"},"spec":{"ports":[{"port":80}]}}"#
+        )
+        .await,
+        none
+    );
+    assert_eq!(
+        post(
+            format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"),
+            r#"{"metadata":{"name":"l"}}"#
+        )
+        .await,
+        none
+    );
+    assert_eq!(
+        post(format!("/apis/apps/v1/namespaces/{ns}/deployments"), r#"{"metadata":{"name":"d"},"spec":{"replicas":0,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}"#).await,
+        serde_json::json!(1)
+    );
+    assert_eq!(
+        post(
+            format!("/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets"),
+            r#"{"metadata":{"name":"p"},"spec":{"minAvailable":1}}"#
+        )
+        .await,
+        serde_json::json!(1)
+    );
+    assert_eq!(
+        post(
+            format!("/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies"),
+            r#"{"metadata":{"name":"np"},"spec":{"podSelector":{}}}"#
+        )
+        .await,
+        serde_json::json!(1)
+    );
+    // A kind without generation keeps what the client sent, and an update never changes it.
+    assert_eq!(
+        post(cms.clone(), r#"{"metadata":{"name":"g","generation":5}}"#).await,
+        serde_json::json!(5)
+    );
+    let raw = env
+        .raw(
+            "PUT",
+            &format!("{cms}/g"),
+            "application/json",
+            r#"{"metadata":{"name":"g","generation":9},"data":{"a":"b"}}"#,
+        )
+        .await;
+    assert_eq!(raw.code, 200, "{}", raw.text);
+    assert_eq!(raw.body["metadata"]["generation"], 5);
+    let raw = env
+        .raw(
+            "PATCH",
+            &format!("{cms}/c"),
+            "application/merge-patch+json",
+            r#"{"data":{"a":"changed"}}"#,
+        )
+        .await;
+    assert_eq!(raw.code, 200, "{}", raw.text);
+    assert_eq!(
+        raw.body["metadata"]["generation"], none,
+        "data changes add none"
+    );
 }

@@ -493,30 +493,41 @@ async fn a_patch_that_breaks_the_typed_form_is_refused_and_changes_nothing(env: 
             r#"{"data":{"k":5}}"#,
         )
         .await;
-    // DIFFERENCE (fake-only assertion): kube-apiserver answers 422 Invalid with a `patch` cause
-    // quoting the whole patched object (` "" is invalid: patch: Invalid value: "{...}": json:
-    // cannot unmarshal number into Go struct field ConfigMap.data of type string`); the fake
-    // answers 400, as for a create with a field of the wrong type.
-    if env.is_fake() {
-        assert_status(&raw, 400, "BadRequest");
-        assert!(
-            raw.body["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("cannot be handled as a ConfigMap")),
-            "{}",
-            raw.text
-        );
-    } else {
-        assert_status(&raw, 422, "Invalid");
-        assert_eq!(raw.body["details"]["causes"][0]["field"], "patch");
-        assert!(
-            raw.body["message"].as_str().is_some_and(|m| m.ends_with(
-                "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
-            )),
-            "{}",
-            raw.text
-        );
-    }
+    // The patched object does not decode: 422 on the field `patch`, quoting the patched object
+    // and the JSON decoder's complaint.
+    assert_status(&raw, 422, "Invalid");
+    assert_eq!(raw.body["details"]["causes"][0]["field"], "patch");
+    assert_eq!(
+        raw.body["details"]["causes"][0]["reason"],
+        "FieldValueInvalid"
+    );
+    assert!(raw.body["details"].get("name").is_none(), "{}", raw.text);
+    let message = raw.body["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{\\\"apiVersion\\\":\\\"v1\\\",\\\"data\\\":{\\\"k\\\":5},\\\"kind\\\":\\\"ConfigMap\\\",\\\"metadata\\\":{"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(
+            "json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+        ),
+        "{message}"
+    );
+    // A patch that changes the uid meets an immutable field (a PUT makes it a precondition).
+    let raw = env
+        .raw(
+            "PATCH",
+            &format!("{}/target", cms_path(&env)),
+            "application/merge-patch+json",
+            r#"{"metadata":{"uid":"x"}}"#,
+        )
+        .await;
+    assert_status(&raw, 422, "Invalid");
+    assert_eq!(
+        raw.body["message"],
+        "ConfigMap \"target\" is invalid: metadata.uid: Invalid value: \"x\": field is immutable"
+    );
+    assert_eq!(raw.body["details"]["causes"][0]["field"], "metadata.uid");
     assert_eq!(snapshot(&env).await, before);
 }
 
