@@ -182,3 +182,72 @@ fn the_kind_backend_creates_runs_collects_and_deletes() {
         );
     }
 }
+
+#[test]
+fn the_kubeconfig_backend_runs_on_a_cluster_and_takes_away_what_it_made() {
+    let rt = runtime();
+    let Some(cp) = rt.block_on(control_plane::testing::shared()) else {
+        return;
+    };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scenarios"))
+        .arg("--kubeconfig")
+        .arg(cp.kubeconfig())
+        .arg("--run-dir")
+        .arg(tmp.path())
+        .arg("update-conflict")
+        .output()
+        .expect("scenarios runs");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("1 scenarios on kubeconfig, 1 passed, 0 failed"),
+        "{said}"
+    );
+    assert!(
+        tmp.path()
+            .join("kubeconfig/update-conflict/trace.yaml")
+            .is_file()
+    );
+    // The cluster is shared: the ResourceFlavor the scenario made is gone again.
+    rt.block_on(async {
+        let client = cp.client().await.expect("client");
+        let flavors: kube::Api<api::kueue::ResourceFlavor> = kube::Api::all(client);
+        let gone = kube::runtime::wait::await_condition(
+            flavors,
+            "spot",
+            |f: Option<&api::kueue::ResourceFlavor>| f.is_none(),
+        );
+        tokio::time::timeout(std::time::Duration::from_secs(30), gone)
+            .await
+            .expect("the scenario's ResourceFlavor is deleted after the run")
+            .expect("watch");
+    });
+}
+
+#[test]
+fn a_kubeconfig_that_does_not_work_is_one_error_before_any_scenario() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let missing = tmp.path().join("missing-kubeconfig");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scenarios"))
+        .arg("--kubeconfig")
+        .arg(&missing)
+        .arg("--run-dir")
+        .arg(tmp.path())
+        .output()
+        .expect("scenarios runs");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success());
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(said.contains(&missing.display().to_string()), "{said}");
+    assert!(!said.contains("FAIL"), "{said}");
+}
