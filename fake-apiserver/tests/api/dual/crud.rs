@@ -393,12 +393,17 @@ async fn node_create_get_list_replace_patch_and_delete(env: Env) {
         .expect("list by label");
     assert_eq!(names(&pool_a.items), std::slice::from_ref(&w1));
 
-    let mut got = nodes.get(&w1).await.expect("get");
-    got.spec.get_or_insert_with(Default::default).unschedulable = Some(true);
-    let replaced = nodes
-        .replace(&w1, &PostParams::default(), &got)
-        .await
-        .expect("replace");
+    // kube-controller-manager's TTL controller annotates new Nodes, so a read-modify-write may
+    // meet a newer version: retry on conflict, as client-go's RetryOnConflict does.
+    let mut attempts = 0;
+    let replaced = loop {
+        let mut got = nodes.get(&w1).await.expect("get");
+        got.spec.get_or_insert_with(Default::default).unschedulable = Some(true);
+        match nodes.replace(&w1, &PostParams::default(), &got).await {
+            Err(kube::Error::Api(s)) if s.code == 409 && attempts < 5 => attempts += 1,
+            other => break other.expect("replace"),
+        }
+    };
     assert_eq!(
         replaced.spec.as_ref().and_then(|sp| sp.unschedulable),
         Some(true)
