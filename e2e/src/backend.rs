@@ -143,13 +143,14 @@ impl Session {
         }
         let env = ProcessEnv::start_all(cluster.clone(), specs, &dir).map_err(|e| e.to_string())?;
         let outcome = run_in(&env, scenario).await;
-        drop(env);
         write(&dir.join("trace.yaml"), &outcome.trace.to_yaml());
         write(&dir.join("events.yaml"), &events(&cluster.client()).await);
         if control_plane.is_none() {
-            // A shared cluster: take away what the scenario made.
+            // A shared cluster: take away what the scenario made while the controller still runs
+            // to remove its finalizers.
             clean_up(&cluster.client(), scenario).await;
         }
+        drop(env);
         drop(control_plane);
         Ok(RealOutcome::Ran { outcome, dir })
     }
@@ -189,8 +190,9 @@ async fn events(client: &kube::Client) -> String {
     }
 }
 
-/// Delete, last first, every object the scenario's steps name, waiting for nothing: the next
-/// scenario on a shared cluster must not find them.
+/// Delete, last first, every object the scenario's steps name, with their dependents: the next
+/// scenario on a shared cluster must not find them. What the components made without an owner
+/// (the fake autoscaler's Nodes) stays.
 async fn clean_up(client: &kube::Client, scenario: &Scenario) {
     let discovery = match kube::Discovery::new(client.clone()).run().await {
         Ok(d) => d,
@@ -235,6 +237,8 @@ async fn clean_up(client: &kube::Client, scenario: &Scenario) {
                 &ar,
             ),
         };
-        let _ = api.delete(name, &Default::default()).await;
+        // Background, so that a Job's Workload and pods go with it (batch/v1 orphans by default).
+        let dp = kube::api::DeleteParams::background();
+        let _ = api.delete(name, &dp).await;
     }
 }

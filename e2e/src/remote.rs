@@ -206,9 +206,10 @@ impl World for ProcessEnv {
         Box::pin(async move {
             let child = {
                 let mut components = lock(&self.components);
-                let running = components
-                    .get_mut(name)
-                    .ok_or_else(|| unknown(&BTreeMap::new(), name))?;
+                if !components.contains_key(name) {
+                    return Err(unknown(&components, name));
+                }
+                let running = components.get_mut(name).expect("checked above");
                 running
                     .child
                     .take()

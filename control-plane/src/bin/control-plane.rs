@@ -83,17 +83,25 @@ fn read_state(dir: &Path) -> anyhow::Result<Option<State>> {
     }
 }
 
+/// Whether `pid` is still the process `up` started: alive, and running the binary it recorded.
+/// After a reboot the pid may belong to anything else.
+fn ours(name: &str, pid: u32) -> bool {
+    let alive = i32::try_from(pid)
+        .is_ok_and(|p| control_plane::process::alive(nix::unistd::Pid::from_raw(p)));
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    alive && String::from_utf8_lossy(&cmdline).contains(name)
+}
+
 fn running(state: &State) -> bool {
-    state.processes.iter().any(|(_, pid)| {
-        i32::try_from(*pid)
-            .is_ok_and(|p| control_plane::process::alive(nix::unistd::Pid::from_raw(p)))
-    })
+    state.processes.iter().any(|(name, pid)| ours(name, *pid))
 }
 
 fn stop(state: &State) {
     for (name, pid) in state.processes.iter().rev() {
-        eprintln!("stopping {name} (pid {pid})");
-        control_plane::process::terminate(*pid, Duration::from_secs(10));
+        if ours(name, *pid) {
+            eprintln!("stopping {name} (pid {pid})");
+            control_plane::process::terminate(*pid, Duration::from_secs(10));
+        }
     }
 }
 
@@ -126,6 +134,12 @@ async fn main() -> anyhow::Result<()> {
                 }
                 std::fs::remove_dir_all(&dir)
                     .with_context(|| format!("removing the stale {}", dir.display()))?;
+            } else if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
+                // Not ours: `up` deletes its directory on failure and `down` always does.
+                bail!(
+                    "{} is not empty and holds no control plane: give `--dir` a new or empty directory",
+                    dir.display()
+                );
             }
             let mut options = Options::new(&dir);
             if fake_nodes {
@@ -138,10 +152,15 @@ async fn main() -> anyhow::Result<()> {
                 .extend(disabled_admission_plugins);
             options.detached = true;
             let binaries = Binaries::locate();
-            let cp = match ControlPlane::start(&binaries, options).await {
+            // Ctrl-C during start-up drops the half-started plane, which stops what did start:
+            // its processes are in their own group and would not see the signal.
+            let started = tokio::select! {
+                r = ControlPlane::start(&binaries, options) => r.map_err(|e| e.to_string()),
+                _ = tokio::signal::ctrl_c() => Err("interrupted".to_string()),
+            };
+            let cp = match started {
                 Ok(cp) => cp,
                 Err(e) => {
-                    // Whatever did start must not be left behind.
                     let _ = std::fs::remove_dir_all(&dir);
                     bail!("{e}");
                 }

@@ -48,7 +48,8 @@ struct Args {
     #[arg(long, requires = "kind", default_value = "kind")]
     kind_binary: std::path::PathBuf,
     /// Where a real backend's run writes each scenario's trace, events and component logs.
-    #[arg(long, default_value = "target/e2e")]
+    /// Default: the workspace's target/e2e.
+    #[arg(long, default_value_os_t = scenarios_dir().join("../../target/e2e"))]
     run_dir: std::path::PathBuf,
 }
 

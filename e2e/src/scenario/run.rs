@@ -591,21 +591,29 @@ impl Runner<'_> {
         let deadline = tokio::time::Instant::now() + window;
         let start = tokio::time::Instant::now();
         let mut changes = Changes::new(self.cluster.as_ref());
-        // The objects there at the first look. One deleted and made again under the same name
-        // (a new uid) is gone: a real cluster can do both between two looks.
+        // On real time, a named object deleted and made again (a new uid) between two looks is
+        // gone: the cluster can do both before the next poll. Virtual time shows each change, and
+        // objects matched by labels must all go.
+        let named_uids_only = consistently.is_none() && !self.cluster.virtual_time();
         let mut first: Option<Vec<String>> = None;
         loop {
             changes.mark();
             let mut found = Vec::new();
             for obj in objects {
-                found.extend(self.present(obj).await?);
+                let named = obj["metadata"]["name"].is_string();
+                found.extend(
+                    self.present(obj)
+                        .await?
+                        .into_iter()
+                        .map(|(label, uid)| (label, uid, named)),
+                );
             }
             let first_uids =
-                first.get_or_insert_with(|| found.iter().map(|(_, u)| u.clone()).collect());
+                first.get_or_insert_with(|| found.iter().map(|(_, u, _)| u.clone()).collect());
             let present: Vec<String> = found
                 .into_iter()
-                .filter(|(_, uid)| consistently.is_some() || first_uids.contains(uid))
-                .map(|(label, _)| label)
+                .filter(|(_, uid, named)| !(named_uids_only && *named) || first_uids.contains(uid))
+                .map(|(label, _, _)| label)
                 .collect();
             let now = tokio::time::Instant::now();
             match (consistently.is_some(), present.is_empty()) {
