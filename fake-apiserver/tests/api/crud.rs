@@ -9,31 +9,12 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service, ServiceAccount};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::core::ObjectMeta;
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::server;
+use crate::dual::crud::{configmap, from_json};
 
 const DEFAULT_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
-
-fn from_json<K: DeserializeOwned>(v: Value) -> K {
-    serde_json::from_value(v).expect("a valid object")
-}
-
-fn configmap(name: &str, data: &[(&str, &str)]) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        data: Some(
-            data.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        ),
-        ..Default::default()
-    }
-}
 
 fn node(name: &str, labels: &[(&str, &str)]) -> Node {
     from_json(json!({

@@ -2,7 +2,6 @@
 //! streaming lists), paginated lists, and label and field selectors, as kube-rs and raw HTTP
 //! clients see them.
 
-use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -13,12 +12,10 @@ use futures::stream::BoxStream;
 use http_body_util::{BodyExt, Full};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{
-    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
-};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::time::Instant;
 use tower::ServiceExt;
 
@@ -40,38 +37,7 @@ fn short_history_server() -> FakeApiServer {
         .expect("server starts")
 }
 
-fn configmap(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
-    let labels: BTreeMap<String, String> = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: (!labels.is_empty()).then_some(labels),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([("k".to_string(), "v0".to_string())])),
-        ..Default::default()
-    }
-}
-
-async fn create_cm(api: &Api<ConfigMap>, name: &str, labels: &[(&str, &str)]) -> ConfigMap {
-    api.create(&PostParams::default(), &configmap(name, labels))
-        .await
-        .expect("create configmap")
-}
-
-/// Change a ConfigMap's data (one write, one new resourceVersion).
-async fn set_data(api: &Api<ConfigMap>, name: &str, value: &str) -> ConfigMap {
-    api.patch(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"data": {"k": value}})),
-    )
-    .await
-    .expect("patch configmap data")
-}
+use crate::dual::watch_list::{create_cm, set_data};
 
 async fn create_namespace(s: &FakeApiServer, name: &str) {
     let nss: Api<Namespace> = Api::all(s.client());

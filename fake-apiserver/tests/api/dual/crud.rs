@@ -54,11 +54,11 @@ const GENERATE_NAME_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
 const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
-fn from_json<K: DeserializeOwned>(v: Value) -> K {
+pub(crate) fn from_json<K: DeserializeOwned>(v: Value) -> K {
     serde_json::from_value(v).expect("a valid object")
 }
 
-fn configmap(name: &str, data: &[(&str, &str)]) -> ConfigMap {
+pub(crate) fn configmap(name: &str, data: &[(&str, &str)]) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(name.into()),

@@ -44,10 +44,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 mod crd;
-mod crud;
+pub(crate) mod crud;
 mod deletion;
 mod validation;
-mod watch_list;
+pub(crate) mod watch_list;
 
 /// How long an asynchronous effect may take on the real server (the garbage collector and the
 /// namespace controller run on informers, usually well under a second).

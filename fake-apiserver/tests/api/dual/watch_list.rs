@@ -50,7 +50,7 @@ type Events<K> = BoxStream<'static, kube::Result<WatchEvent<K>>>;
 /// What the real server puts in every namespace.
 const ROOT_CA: &str = "kube-root-ca.crt";
 
-fn configmap(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+pub(crate) fn configmap(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     let labels: BTreeMap<String, String> = labels
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -66,14 +66,18 @@ fn configmap(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     }
 }
 
-async fn create_cm(api: &Api<ConfigMap>, name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+pub(crate) async fn create_cm(
+    api: &Api<ConfigMap>,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> ConfigMap {
     api.create(&PostParams::default(), &configmap(name, labels))
         .await
         .expect("create configmap")
 }
 
 /// Change a ConfigMap's data (one write, one new resourceVersion).
-async fn set_data(api: &Api<ConfigMap>, name: &str, value: &str) -> ConfigMap {
+pub(crate) async fn set_data(api: &Api<ConfigMap>, name: &str, value: &str) -> ConfigMap {
     api.patch(
         name,
         &PatchParams::default(),
