@@ -94,6 +94,14 @@ enum Command {
         /// Only scenarios whose file name contains this.
         filter: Option<String>,
     },
+    /// Replay the differential corpus (fidelity/corpus/) against the fake API server and the
+    /// reference control plane, compare every answer and write FIDELITY.md. Fails on any
+    /// difference not listed with its reason in fidelity/known.yaml (`control-plane build` first).
+    Fidelity {
+        /// The flags of the `fidelity` binary (see `cargo xtask fidelity -- --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Regenerate checked-in code derived from dependencies (the built-in resource catalogue).
     Codegen {
         /// Only check that the checked-in files are up to date; exit non-zero if not.
@@ -219,6 +227,14 @@ fn main() -> anyhow::Result<()> {
             ]);
             cmd.args(args);
             run(cmd)
+        }
+        Command::Fidelity { args } => {
+            let mut cmd = cargo();
+            cmd.args(["run", "--quiet", "--package", "fidelity", "--"]);
+            cmd.args(args);
+            // Keep the binary's exit code: 1 is a difference, 2 a run that could not be made.
+            let status = cmd.status().with_context(|| format!("starting {cmd:?}"))?;
+            std::process::exit(status.code().unwrap_or(2));
         }
         Command::ControlPlane { args } => {
             let mut cmd = cargo();

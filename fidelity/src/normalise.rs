@@ -1,0 +1,299 @@
+//! What legitimately differs between two servers, taken out of their answers.
+//!
+//! Per sequence and server: uids become `uid-1`, `uid-2`, ... in order of first appearance;
+//! names made from `generateName` become `<prefix>#1`, ...; timestamps become `<time>`; ages in
+//! Tables `<age>`; tokens, certificates and keys a placeholder. A resourceVersion becomes
+//! `rv-N`, where N counts the object versions the sequence saw that are not newer than it: the
+//! two servers number their writes differently (and the real one's controllers write in between),
+//! but each object version and each list's point in time keeps its place among this sequence's
+//! writes. Continue tokens are decoded and their resourceVersion mapped the same way.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::LazyLock;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use regex::Regex;
+
+use crate::ordered::Json;
+use crate::replay::{Answer, Body};
+
+static TIME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$").expect("regex")
+});
+static JWT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^eyJ[\w-]+\.[\w-]+\.[\w-]+$").expect("regex"));
+
+/// Normalise one server's answers to one sequence, in place.
+pub fn sequence(answers: &mut [Answer]) {
+    let mut state = State::default();
+    for a in answers.iter() {
+        for doc in a.body.documents() {
+            state.collect(doc);
+        }
+    }
+    state.rvs = state.object_rvs.iter().copied().collect();
+    for a in answers.iter_mut() {
+        for doc in a.body.documents_mut() {
+            state.rewrite(doc, None);
+        }
+        if let Body::Text(text) = &mut a.body {
+            *text = state.replace_in_text(text);
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    object_rvs: BTreeSet<u64>,
+    rvs: Vec<u64>,
+    /// Raw value -> placeholder, for uids and generated names (also replaced inside messages).
+    names: HashMap<String, String>,
+    uids: usize,
+    generated: HashMap<String, usize>,
+}
+
+impl State {
+    /// First pass: every object version the sequence saw, and every uid and generated name in
+    /// order of appearance.
+    fn collect(&mut self, doc: &Json) {
+        match doc {
+            Json::Object(members) => {
+                if let Some(meta @ Json::Object(_)) = doc.get("metadata")
+                    && (meta.get("name").is_some() || meta.get("uid").is_some())
+                {
+                    if let Some(rv) = meta.get("resourceVersion").and_then(rv_number) {
+                        self.object_rvs.insert(rv);
+                    }
+                    if let (Some(prefix), Some(name)) = (
+                        meta.get("generateName").and_then(Json::as_str),
+                        meta.get("name").and_then(Json::as_str),
+                    ) && name.starts_with(prefix)
+                        && name != prefix
+                        && !self.names.contains_key(name)
+                    {
+                        let n = self.generated.entry(prefix.to_string()).or_default();
+                        *n += 1;
+                        self.names.insert(name.to_string(), format!("{prefix}#{n}"));
+                    }
+                }
+                for (k, v) in members {
+                    if k == "uid"
+                        && let Some(uid) = v.as_str()
+                        && !uid.is_empty()
+                        && !self.names.contains_key(uid)
+                    {
+                        self.uids += 1;
+                        self.names
+                            .insert(uid.to_string(), format!("uid-{}", self.uids));
+                    }
+                    self.collect(v);
+                }
+            }
+            Json::Array(items) => items.iter().for_each(|i| self.collect(i)),
+            _ => {}
+        }
+    }
+
+    fn rank(&self, rv: u64) -> String {
+        format!("rv-{}", self.rvs.partition_point(|o| *o <= rv))
+    }
+
+    fn rewrite(&self, doc: &mut Json, key: Option<&str>) {
+        match doc {
+            Json::Object(members) => {
+                let is_table = members
+                    .iter()
+                    .any(|(k, v)| k == "kind" && v.as_str() == Some("Table"));
+                for (k, v) in members.iter_mut() {
+                    self.rewrite(v, Some(k));
+                }
+                if is_table {
+                    blank_ages(members);
+                }
+            }
+            Json::Array(items) => items.iter_mut().for_each(|i| self.rewrite(i, key)),
+            Json::String(s) => {
+                *s = match key {
+                    Some("resourceVersion") if rv_number(&Json::String(s.clone())).is_some() => {
+                        self.rank(s.parse().unwrap_or_default())
+                    }
+                    Some("continue") if !s.is_empty() => self.continue_token(s),
+                    _ => self.replace_in_text(s),
+                };
+            }
+            _ => {}
+        }
+    }
+
+    /// A continue token is base64 of `{"v":"meta.k8s.io/v1","rv":N,"start":"..."}`.
+    fn continue_token(&self, token: &str) -> String {
+        let decoded = STANDARD
+            .decode(token)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        match decoded {
+            Some(v) => format!(
+                "continue(v={}, rv={}, start={})",
+                v["v"].as_str().unwrap_or("?"),
+                v["rv"].as_u64().map_or("?".to_string(), |rv| self.rank(rv)),
+                v["start"].as_str().unwrap_or("?"),
+            ),
+            None => "<continue token that is not base64 JSON>".to_string(),
+        }
+    }
+
+    fn replace_in_text(&self, s: &str) -> String {
+        if TIME.is_match(s) {
+            return "<time>".into();
+        }
+        if JWT.is_match(s) {
+            return "<token>".into();
+        }
+        if s.starts_with("-----BEGIN ") {
+            return "<pem>".into();
+        }
+        if let Some(p) = self.names.get(s) {
+            return p.clone();
+        }
+        let mut out = s.to_string();
+        for (raw, placeholder) in &self.names {
+            if out.contains(raw.as_str()) {
+                out = out.replace(raw.as_str(), placeholder);
+            }
+        }
+        out
+    }
+}
+
+fn rv_number(v: &Json) -> Option<u64> {
+    v.as_str().and_then(|s| s.parse().ok())
+}
+
+/// Table rows show an object's age (`5s`), which depends on when the request came.
+fn blank_ages(members: &mut [(String, Json)]) {
+    let age_columns: Vec<usize> = members
+        .iter()
+        .find(|(k, _)| k == "columnDefinitions")
+        .and_then(|(_, v)| match v {
+            Json::Array(cols) => Some(
+                cols.iter()
+                    .enumerate()
+                    .filter(|(_, c)| {
+                        c.get("name").and_then(Json::as_str) == Some("Age")
+                            || c.get("format").and_then(Json::as_str) == Some("date")
+                    })
+                    .map(|(i, _)| i)
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let Some((_, Json::Array(rows))) = members.iter_mut().find(|(k, _)| k == "rows") else {
+        return;
+    };
+    for row in rows {
+        let Json::Object(fields) = row else { continue };
+        let Some((_, Json::Array(cells))) = fields.iter_mut().find(|(k, _)| k == "cells") else {
+            continue;
+        };
+        for &i in &age_columns {
+            if let Some(cell) = cells.get_mut(i) {
+                *cell = Json::String("<age>".into());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(body: &str) -> Answer {
+        Answer {
+            status: 200,
+            headers: Vec::new(),
+            body: Body::Json {
+                doc: Json::parse(body.as_bytes()).expect("json"),
+                newline: true,
+            },
+        }
+    }
+
+    fn doc(a: &Answer) -> String {
+        match &a.body {
+            Body::Json { doc, .. } => serde_json::to_string(&doc.to_value()).expect("json"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn resource_versions_become_their_place_among_the_sequences_writes() {
+        // The real server's list is at 107 (its controllers wrote since); the fake's at 6.
+        let mut real = vec![
+            answer(r#"{"metadata":{"name":"a","resourceVersion":"100"}}"#),
+            answer(r#"{"metadata":{"name":"a","resourceVersion":"104"}}"#),
+            answer(r#"{"metadata":{"resourceVersion":"107"},"items":[]}"#),
+        ];
+        let mut fake = vec![
+            answer(r#"{"metadata":{"name":"a","resourceVersion":"5"}}"#),
+            answer(r#"{"metadata":{"name":"a","resourceVersion":"6"}}"#),
+            answer(r#"{"metadata":{"resourceVersion":"6"},"items":[]}"#),
+        ];
+        sequence(&mut real);
+        sequence(&mut fake);
+        let real: Vec<_> = real.iter().map(doc).collect();
+        let fake: Vec<_> = fake.iter().map(doc).collect();
+        assert_eq!(real, fake);
+        assert!(real[2].contains("rv-2"), "{real:?}");
+    }
+
+    #[test]
+    fn uids_and_generated_names_are_numbered_and_replaced_inside_messages() {
+        let mut a = vec![
+            answer(
+                r#"{"metadata":{"generateName":"job-","name":"job-x7k2p","uid":"6f1c"},"spec":{}}"#,
+            ),
+            answer(
+                r#"{"kind":"Status","message":"Precondition failed: UID in precondition: 0000, UID in object meta: 6f1c","details":{"name":"job-x7k2p"}}"#,
+            ),
+        ];
+        sequence(&mut a);
+        assert!(doc(&a[0]).contains(r#""name":"job-#1""#), "{}", doc(&a[0]));
+        assert!(doc(&a[0]).contains(r#""uid":"uid-1""#), "{}", doc(&a[0]));
+        assert!(
+            doc(&a[1]).contains("UID in object meta: uid-1"),
+            "{}",
+            doc(&a[1])
+        );
+        assert!(doc(&a[1]).contains(r#""name":"job-#1""#), "{}", doc(&a[1]));
+    }
+
+    #[test]
+    fn times_and_table_ages_are_blanked() {
+        let mut a = vec![answer(
+            r#"{"kind":"Table","columnDefinitions":[{"name":"Name"},{"name":"Age"}],"rows":[{"cells":["a","5s"],"object":{"metadata":{"creationTimestamp":"2026-11-24T13:09:08Z"}}}]}"#,
+        )];
+        sequence(&mut a);
+        let d = doc(&a[0]);
+        assert!(d.contains(r#"["a","<age>"]"#), "{d}");
+        assert!(d.contains(r#""creationTimestamp":"<time>""#), "{d}");
+    }
+
+    #[test]
+    fn continue_tokens_are_decoded_and_their_version_mapped() {
+        let token = STANDARD.encode(r#"{"v":"meta.k8s.io/v1","rv":9,"start":"b\u0000"}"#);
+        let mut a = vec![
+            answer(r#"{"metadata":{"name":"a","resourceVersion":"9"}}"#),
+            answer(&format!(
+                r#"{{"metadata":{{"resourceVersion":"9","continue":"{token}"}},"items":[]}}"#
+            )),
+        ];
+        sequence(&mut a);
+        assert!(
+            doc(&a[1]).contains("continue(v=meta.k8s.io/v1, rv=rv-1, start=b\\u0000)"),
+            "{}",
+            doc(&a[1])
+        );
+    }
+}
