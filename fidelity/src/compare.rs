@@ -1,5 +1,5 @@
 //! Comparing two servers' normalised answers, step by step, against the list of known
-//! differences (`fidelity/known.yaml`).
+//! differences (`fidelity/known/*.yaml`).
 
 use std::path::Path;
 
@@ -45,37 +45,49 @@ pub enum KnownError {
     },
 }
 
-/// Load the known differences; every entry must name a sequence of `corpus` and give a reason.
-pub fn load_known(path: &Path, corpus: &[Sequence]) -> Result<Vec<Known>, KnownError> {
-    let p = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(KnownError::Read { path: p, source }),
+/// Load the known differences from every `*.yaml` file of `dir` (one per area of the corpus,
+/// each a list); every entry must name a sequence of `corpus` and give a reason.
+pub fn load_known(dir: &Path, corpus: &[Sequence]) -> Result<Vec<Known>, KnownError> {
+    let read = |path: &Path, source| KnownError::Read {
+        path: path.display().to_string(),
+        source,
     };
-    let known: Vec<Known> = serde_yaml::from_str::<Option<Vec<Known>>>(&text)
-        .map_err(|source| KnownError::Parse {
-            path: p.clone(),
-            source,
-        })?
-        .unwrap_or_default();
-    for (i, k) in known.iter().enumerate() {
-        if !corpus.iter().any(|s| s.name == k.sequence) {
-            return Err(KnownError::Unknown {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| read(dir, e))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut all = Vec::new();
+    for file in files {
+        let p = file.display().to_string();
+        let text = std::fs::read_to_string(&file).map_err(|e| read(&file, e))?;
+        let known: Vec<Known> = serde_yaml::from_str::<Option<Vec<Known>>>(&text)
+            .map_err(|source| KnownError::Parse {
                 path: p.clone(),
-                index: i + 1,
-                sequence: k.sequence.clone(),
-            });
+                source,
+            })?
+            .unwrap_or_default();
+        for (i, k) in known.iter().enumerate() {
+            if !corpus.iter().any(|s| s.name == k.sequence) {
+                return Err(KnownError::Unknown {
+                    path: p.clone(),
+                    index: i + 1,
+                    sequence: k.sequence.clone(),
+                });
+            }
+            if k.reason.trim().is_empty() {
+                return Err(KnownError::NoReason {
+                    path: p.clone(),
+                    index: i + 1,
+                    sequence: k.sequence.clone(),
+                });
+            }
         }
-        if k.reason.trim().is_empty() {
-            return Err(KnownError::NoReason {
-                path: p.clone(),
-                index: i + 1,
-                sequence: k.sequence.clone(),
-            });
-        }
+        all.extend(known);
     }
-    Ok(known)
+    Ok(all)
 }
 
 /// One step's verdict.

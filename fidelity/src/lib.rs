@@ -5,7 +5,7 @@
 //! from `control-plane`), replays `fidelity/corpus/*.yaml` ([`corpus`]) against each
 //! ([`replay`]), takes out uids, times and resourceVersion numbers ([`normalise`]), compares
 //! ([`compare`]) and writes FIDELITY.md ([`report`]). A difference not listed with its reason in
-//! `fidelity/known.yaml` fails the run, and so does a listed one that no longer happens.
+//! `fidelity/known/` fails the run, and so does a listed one that no longer happens.
 
 pub mod compare;
 pub mod corpus;
@@ -25,8 +25,8 @@ pub fn corpus_dir() -> std::path::PathBuf {
     control_plane::binaries::workspace_root().join("fidelity/corpus")
 }
 
-pub fn known_file() -> std::path::PathBuf {
-    control_plane::binaries::workspace_root().join("fidelity/known.yaml")
+pub fn known_dir() -> std::path::PathBuf {
+    control_plane::binaries::workspace_root().join("fidelity/known")
 }
 
 /// Replay every sequence on both servers (one sequence at a time, the two servers at once) and
@@ -43,8 +43,8 @@ pub async fn run(
     for seq in corpus {
         progress(seq);
         let (f, r) = tokio::join!(
-            replay::sequence(fake, seq),
-            replay::sequence(reference, seq)
+            replay::sequence(fake, seq, false),
+            replay::sequence(reference, seq, true)
         );
         let (mut f, mut r) = (f?, r?);
         normalise::sequence(&mut f.answers);

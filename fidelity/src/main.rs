@@ -13,7 +13,7 @@ use fake_apiserver::FakeApiServer;
 use fidelity::{compare, corpus, report};
 
 /// Send the corpus's requests to the fake API server and to kube-apiserver and compare every
-/// answer. Exits 0 when every difference is listed in the known file with its reason, 1 when one
+/// answer. Exits 0 when every difference is listed with its reason in the known differences, 1 when one
 /// is not (or a listed one no longer happens), 2 when the run could not be made.
 #[derive(Parser)]
 #[command(version)]
@@ -29,8 +29,8 @@ struct Args {
     /// The corpus directory.
     #[arg(long, value_name = "DIR", default_value_os_t = fidelity::corpus_dir())]
     corpus: PathBuf,
-    /// The known differences.
-    #[arg(long, value_name = "FILE", default_value_os_t = fidelity::known_file())]
+    /// The directory of known differences (YAML lists of sequence, step, reason).
+    #[arg(long, value_name = "DIR", default_value_os_t = fidelity::known_dir())]
     known: PathBuf,
     /// Append this to every sequence's namespace and `{seq}`, to replay on a cluster that still
     /// holds an earlier run's objects (with --reference-kubeconfig).

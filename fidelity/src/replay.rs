@@ -124,9 +124,18 @@ pub struct Replayed {
     pub stopped: Option<ReplayError>,
 }
 
+/// What kube-controller-manager writes into every new namespace, shortly after it is made.
+const NAMESPACE_FILLING: &[&str] = &["configmaps/kube-root-ca.crt", "serviceaccounts/default"];
+
 /// Create the sequence's namespace (not compared), then send each step; one answer per step.
+/// With `settle`, wait first until the controllers have filled the new namespace (the real
+/// server does it asynchronously; a list racing them would differ from run to run).
 /// An `Err` means the server could not be talked to at all.
-pub async fn sequence(client: &Client, seq: &Sequence) -> Result<Replayed, ReplayError> {
+pub async fn sequence(
+    client: &Client,
+    seq: &Sequence,
+    settle: bool,
+) -> Result<Replayed, ReplayError> {
     let ns = seq.namespace();
     let mut vars = BTreeMap::from([
         ("ns".to_string(), ns.clone()),
@@ -152,6 +161,21 @@ pub async fn sequence(client: &Client, seq: &Sequence) -> Result<Replayed, Repla
             "(its namespace)".into(),
             format!("creating namespace {ns} answered {}", made.status()),
         ));
+    }
+    if settle {
+        for object in NAMESPACE_FILLING {
+            let path = format!("/api/v1/namespaces/{ns}/{object}");
+            let started = tokio::time::Instant::now();
+            while send(client, "GET", &path, None, &[])
+                .await
+                .map_err(|e| fail("(its namespace)".into(), e))?
+                .status()
+                != 200
+                && started.elapsed() < UNTIL_TIMEOUT
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
     }
     let mut answers = Vec::new();
     for (i, step) in seq.steps.iter().enumerate() {

@@ -50,7 +50,7 @@ pub fn markdown(
          to the fake API server and to {reference}, each answer normalised for what legitimately \
          differs (uids, timestamps, resourceVersions mapped to their order, generated names, \
          ages, tokens) and compared: status code, the headers clients read, and the body byte \
-         order included. The reasons for known differences live in `fidelity/known.yaml`. Do \
+         order included. The reasons for known differences live in `fidelity/known/`. Do \
          not edit this file by hand.\n"
     );
     let _ = writeln!(
@@ -86,7 +86,7 @@ pub fn markdown(
     section(
         w,
         "Unlisted differences",
-        "Each fails `cargo xtask fidelity`: fix the fake, or list it in `fidelity/known.yaml` with its reason.",
+        "Each fails `cargo xtask fidelity`: fix the fake, or list it in `fidelity/known/` with its reason.",
         results.iter().filter(|r| r.unlisted()),
     );
     section(
@@ -100,7 +100,7 @@ pub fn markdown(
     if !stale.is_empty() {
         let _ = writeln!(
             w,
-            "\n## Known differences that no longer happen\n\nRemove them from `fidelity/known.yaml`.\n"
+            "\n## Known differences that no longer happen\n\nRemove them from `fidelity/known/`.\n"
         );
         for k in stale {
             let _ = writeln!(

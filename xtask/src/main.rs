@@ -96,7 +96,7 @@ enum Command {
     },
     /// Replay the differential corpus (fidelity/corpus/) against the fake API server and the
     /// reference control plane, compare every answer and write FIDELITY.md. Fails on any
-    /// difference not listed with its reason in fidelity/known.yaml (`control-plane build` first).
+    /// difference not listed with its reason in fidelity/known/ (`control-plane build` first).
     Fidelity {
         /// The flags of the `fidelity` binary (see `cargo xtask fidelity -- --help`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
