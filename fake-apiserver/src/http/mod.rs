@@ -126,18 +126,26 @@ struct Query(HashMap<String, String>);
 
 impl Query {
     fn parse(q: Option<&str>) -> Self {
-        Query(
-            url::form_urlencoded::parse(q.unwrap_or("").as_bytes())
-                .into_owned()
-                .filter(|(k, _)| !k.is_empty())
-                .collect(),
-        )
+        let mut params = HashMap::new();
+        for (k, v) in url::form_urlencoded::parse(q.unwrap_or("").as_bytes()).into_owned() {
+            // A parameter given twice counts with its first value, as in the real server.
+            if !k.is_empty() {
+                params.entry(k).or_insert(v);
+            }
+        }
+        Query(params)
     }
     fn get(&self, k: &str) -> Option<&str> {
         self.0.get(k).map(String::as_str)
     }
+    /// A boolean parameter as apimachinery reads it: absent, `0` and any case of `false` are
+    /// false; anything else (`True`, `yes`, an empty value) is true. The Python client sends `True`.
     fn flag(&self, k: &str) -> bool {
-        matches!(self.get(k), Some("true" | "1"))
+        self.optional_flag(k).unwrap_or(false)
+    }
+    fn optional_flag(&self, k: &str) -> Option<bool> {
+        self.get(k)
+            .map(|v| !(v == "0" || v.eq_ignore_ascii_case("false")))
     }
 }
 
@@ -235,6 +243,7 @@ where
                 content_type: &content_type,
                 body: &body,
                 view,
+                fallback: View::has_fallback(accept),
                 user_agent,
             };
             serve_resource(&shared, path, req).await
@@ -332,28 +341,102 @@ fn list_options(query: &Query) -> ApiResult<ListOptions> {
             ),
         },
         continue_token: query.get("continue").map(String::from),
+        ..ListOptions::default()
     })
 }
 
-/// How a read answers, from the Accept header: whole objects, a Table (kubectl get), or metadata
-/// only (`PartialObjectMetadata`, as kube-rs metadata watchers ask).
+/// The resourceVersion a list (not a watch) asks for and whether it must match exactly, checked
+/// like the real server's ListOptions validation.
+fn list_version(query: &Query) -> ApiResult<(Option<u64>, bool)> {
+    let rv = query.get("resourceVersion").unwrap_or("");
+    let continued = query.get("continue").is_some_and(|c| !c.is_empty());
+    let matching = query.get("resourceVersionMatch").unwrap_or("");
+    if !matching.is_empty() {
+        let forbid = |why: &str| FieldCause::forbidden("resourceVersionMatch", why);
+        let mut causes = Vec::new();
+        if rv.is_empty() {
+            causes.push(forbid(
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if continued {
+            causes.push(forbid(
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if matching != "Exact" && matching != "NotOlderThan" {
+            causes.push(FieldCause::not_supported(
+                "resourceVersionMatch",
+                matching,
+                &["Exact", "NotOlderThan", ""],
+            ));
+        }
+        if matching == "Exact" && rv == "0" {
+            causes.push(forbid(
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+        if !causes.is_empty() {
+            return Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", causes));
+        }
+    }
+    if rv.is_empty() || rv == "0" {
+        return Ok((None, false));
+    }
+    let parsed = rv.parse::<u64>().map_err(|e| {
+        ApiError::bad_request(format!(
+            "invalid resource version: resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: {}",
+            match e.kind() {
+                std::num::IntErrorKind::PosOverflow => "value out of range",
+                _ => "invalid syntax",
+            }
+        ))
+    })?;
+    if continued {
+        return Err(ApiError::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    Ok((Some(parsed), matching == "Exact"))
+}
+
+/// How an answer is shaped, from the Accept header: whole objects, a Table (kubectl get), or
+/// metadata only (`PartialObjectMetadata` for one object, `PartialObjectMetadataList` for a list,
+/// as kube-rs metadata calls ask). It applies to every verb's answer, writes included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     Full,
     Table,
     Metadata,
+    MetadataList,
 }
 
 impl View {
     fn from_accept(accept: &str) -> View {
         let first = accept.split(',').next().unwrap_or("");
+        let params: Vec<&str> = first.split(';').map(str::trim).collect();
         if table::wants_table(accept) {
             View::Table
-        } else if first.contains("as=PartialObjectMetadata") && first.contains("g=meta.k8s.io") {
+        } else if !params.contains(&"g=meta.k8s.io") {
+            View::Full
+        } else if params.contains(&"as=PartialObjectMetadata") {
             View::Metadata
+        } else if params.contains(&"as=PartialObjectMetadataList") {
+            View::MetadataList
         } else {
             View::Full
         }
+    }
+
+    /// Whether the Accept header offers plain objects after its first choice, for when that
+    /// choice does not fit the answer (the real server then takes the next media type).
+    fn has_fallback(accept: &str) -> bool {
+        accept.split(',').skip(1).any(|media| {
+            let mut params = media.split(';').map(str::trim);
+            let mime = params.next().unwrap_or("");
+            matches!(mime, "application/json" | "*/*" | "application/*")
+                && params.all(|p| !p.starts_with("as="))
+        })
     }
 
     fn metadata_only(obj: &Value) -> Value {
@@ -370,15 +453,77 @@ impl View {
     ) -> Value {
         match self {
             View::Full => obj,
-            View::Metadata => Self::metadata_only(&obj),
+            View::Metadata | View::MetadataList => Self::metadata_only(&obj),
             View::Table => table::table(rt, rt.printer_columns.as_deref(), &[obj], rv, None, now),
         }
     }
 
-    fn list(self, rt: &ResourceType, page: &crate::store::ListPage, now: jiff::Timestamp) -> Value {
-        match self {
+    /// The Go type the real server names when a view does not fit: `*core.ConfigMap`,
+    /// `*batch.JobList`, `*unstructured.Unstructured` for custom resources.
+    fn go_type(rt: &ResourceType, list: bool) -> String {
+        let (package, kind) = if rt.crd.is_some() {
+            ("unstructured", "Unstructured")
+        } else if rt.group.is_empty() {
+            ("core", rt.kind.as_str())
+        } else {
+            (rt.group.split('.').next().unwrap_or(""), rt.kind.as_str())
+        };
+        format!("*{package}.{kind}{}", if list { "List" } else { "" })
+    }
+
+    fn not_acceptable(rt: &ResourceType, list: bool) -> ApiError {
+        let (asked, is) = if list {
+            ("PartialObjectMetadata", "is a list")
+        } else {
+            ("PartialObjectMetadataList", "is not a list")
+        };
+        ApiError::new(
+            406,
+            "NotAcceptable",
+            format!(
+                "you requested {asked}, but the requested object {is} ({})",
+                Self::go_type(rt, list)
+            ),
+        )
+    }
+
+    /// The answer to a request about one object, in this view. A Status (a delete's) is sent as
+    /// it is.
+    fn object_answer(
+        self,
+        rt: &ResourceType,
+        fallback: bool,
+        obj: Value,
+        now: jiff::Timestamp,
+    ) -> ApiResult<Value> {
+        if obj["kind"] == "Status" && obj["apiVersion"] == "v1" {
+            return Ok(obj);
+        }
+        let view = match self {
+            View::MetadataList if fallback => View::Full,
+            View::MetadataList => return Err(Self::not_acceptable(rt, false)),
+            v => v,
+        };
+        let rv = obj["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        Ok(view.single(rt, obj, &rv, now))
+    }
+
+    /// The answer to a request about a collection (a list, a deletecollection), in this view.
+    fn list_answer(
+        self,
+        rt: &ResourceType,
+        fallback: bool,
+        page: &crate::store::ListPage,
+        now: jiff::Timestamp,
+    ) -> ApiResult<Value> {
+        Ok(match self {
             View::Full => page.to_json(rt),
-            View::Metadata => {
+            View::Metadata if fallback => page.to_json(rt),
+            View::Metadata => return Err(Self::not_acceptable(rt, true)),
+            View::MetadataList => {
                 let mut list = page.to_json(rt);
                 list["kind"] = json!("PartialObjectMetadataList");
                 list["apiVersion"] = json!("meta.k8s.io/v1");
@@ -393,7 +538,7 @@ impl View {
                 page.continue_token.as_deref(),
                 now,
             ),
-        }
+        })
     }
 }
 
@@ -401,6 +546,7 @@ impl View {
 fn written(
     shared: &Shared,
     rt: &ResourceType,
+    (view, fallback): (View, bool),
     code: u16,
     mut warnings: Vec<String>,
     write: impl FnOnce(&mut Store) -> ApiResult<Answer>,
@@ -412,7 +558,14 @@ fn written(
         warnings.extend(store.take_warnings());
         result
     };
-    let mut resp = json_bytes_response(code, result?.json(rt));
+    let answer = result?;
+    let mut resp = match view {
+        View::Full => json_bytes_response(code, answer.json(rt)),
+        _ => json_response(
+            code,
+            &view.object_answer(rt, fallback, answer.into_value(rt), shared.clock.now())?,
+        ),
+    };
     for w in warnings {
         let value = format!("299 - {}", serde_json::to_string(&w).unwrap_or_default());
         if let Ok(v) = header::HeaderValue::from_str(&value) {
@@ -502,7 +655,20 @@ fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
             ));
         }
     };
-    let propagation = match (propagation, body["orphanDependents"].as_bool()) {
+    let orphan = body["orphanDependents"]
+        .as_bool()
+        .or_else(|| query.optional_flag("orphanDependents"));
+    if let (Some(_), Some(policy)) = (orphan, policy.filter(|_| propagation.is_some())) {
+        return Err(invalid_options(
+            "DeleteOptions",
+            FieldCause::invalid(
+                "propagationPolicy",
+                policy,
+                "orphanDependents and deletionPropagation cannot be both set",
+            ),
+        ));
+    }
+    let propagation = match (propagation, orphan) {
         (None, Some(true)) => Some(Propagation::Orphan),
         (p, _) => p,
     };
@@ -523,6 +689,8 @@ struct RequestParts<'a> {
     content_type: &'a str,
     body: &'a [u8],
     view: View,
+    /// Whether the Accept header takes plain objects when `view` does not fit the answer.
+    fallback: bool,
     user_agent: &'a str,
 }
 
@@ -537,6 +705,7 @@ async fn serve_resource(
         content_type,
         body,
         view,
+        fallback,
         user_agent,
     } = req;
     let rt = {
@@ -599,14 +768,8 @@ async fn serve_resource(
         )),
         (&Method::GET, Some(name)) => {
             let obj = shared.store().get(&rt, &ns, &name)?;
-            let rv = obj["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap_or("")
-                .to_string();
-            Ok(json_response(
-                200,
-                &view.single(&rt, obj, &rv, shared.clock.now()),
-            ))
+            let answer = view.object_answer(&rt, fallback, obj, shared.clock.now())?;
+            Ok(json_response(200, &answer))
         }
         (&Method::GET, None) => {
             let opts = list_options(query)?;
@@ -621,17 +784,29 @@ async fn serve_resource(
                     view,
                 );
             }
-            let page = shared.store().list(&rt, ns_filter, &opts)?;
-            Ok(json_response(
-                200,
-                &view.list(&rt, &page, shared.clock.now()),
-            ))
+            let (resource_version, exact) = list_version(query)?;
+            let opts = ListOptions {
+                resource_version,
+                exact,
+                ..opts
+            };
+            let listed = shared.store().list(&rt, ns_filter, &opts);
+            let page = match listed {
+                // The real server waits up to 3 s for a resourceVersion it has not reached yet.
+                Err(e) if e.code == 504 => {
+                    shared.clock.sleep(std::time::Duration::from_secs(3)).await;
+                    shared.store().list(&rt, ns_filter, &opts)?
+                }
+                other => other?,
+            };
+            let answer = view.list_answer(&rt, fallback, &page, shared.clock.now())?;
+            Ok(json_response(200, &answer))
         }
         (&Method::POST, None) if sub == Subresource::Main => {
             let (obj, twice) = decode_body(&rt, content_type, body)?;
             let opts = write(Some(&obj), "CreateOptions")?;
             let warnings = duplicates(&rt, &twice, &opts)?;
-            written(shared, &rt, 201, warnings, |store| {
+            written(shared, &rt, (view, fallback), 201, warnings, |store| {
                 store.create_answer(&rt, &ns, obj, &opts)
             })
         }
@@ -639,7 +814,7 @@ async fn serve_resource(
             let (obj, twice) = decode_body(&rt, content_type, body)?;
             let opts = write(Some(&obj), "UpdateOptions")?;
             let warnings = duplicates(&rt, &twice, &opts)?;
-            written(shared, &rt, 200, warnings, |store| {
+            written(shared, &rt, (view, fallback), 200, warnings, |store| {
                 store.update_answer(&rt, &ns, &name, obj, sub, &opts)
             })
         }
@@ -655,6 +830,7 @@ async fn serve_resource(
                 return written(
                     shared,
                     &rt,
+                    (view, fallback),
                     if exists { 200 } else { 201 },
                     Vec::new(),
                     |store| {
@@ -664,28 +840,43 @@ async fn serve_resource(
                     },
                 );
             }
-            written(shared, &rt, 200, Vec::new(), |store| {
+            written(shared, &rt, (view, fallback), 200, Vec::new(), |store| {
                 store.patch_answer(&rt, &ns, &name, kind, body, sub, &opts)
             })
         }
         (&Method::DELETE, Some(name)) if sub == Subresource::Main => {
             let opts = delete_options(query, body)?;
-            match shared.store().delete(&rt, &ns, &name, &opts)? {
-                // The real server answers 200 even when finalizers keep the object.
-                crate::store::Deleted::Pending(obj) => Ok(json_response(200, &obj)),
-                crate::store::Deleted::Gone(obj) => Ok(json_response(200, &obj)),
-            }
+            // The real server answers 200 even when finalizers keep the object.
+            let (crate::store::Deleted::Pending(obj) | crate::store::Deleted::Gone(obj)) =
+                shared.store().delete(&rt, &ns, &name, &opts)?;
+            let answer = view.object_answer(&rt, fallback, obj, shared.clock.now())?;
+            Ok(json_response(200, &answer))
         }
         (&Method::DELETE, None) => {
             let list = list_options(query)?;
             let opts = delete_options(query, body)?;
             let ns_filter = path.namespace.as_deref();
-            Ok(json_response(
-                200,
-                &shared
-                    .store()
-                    .delete_collection(&rt, ns_filter, &list, &opts)?,
-            ))
+            let deleted = shared
+                .store()
+                .delete_collection(&rt, ns_filter, &list, &opts)?;
+            if view == View::Full {
+                return Ok(json_response(200, &deleted));
+            }
+            // The real server deletes first, then shapes (or refuses to shape) its answer.
+            let page = crate::store::ListPage {
+                resource_version: deleted["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|rv| rv.parse().ok())
+                    .unwrap_or_default(),
+                items: match deleted["items"].clone() {
+                    Value::Array(items) => items,
+                    _ => Vec::new(),
+                },
+                continue_token: None,
+                remaining: None,
+            };
+            let answer = view.list_answer(&rt, fallback, &page, shared.clock.now())?;
+            Ok(json_response(200, &answer))
         }
         (m, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource: {m}"

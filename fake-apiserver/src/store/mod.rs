@@ -228,6 +228,10 @@ pub struct ListOptions {
     pub fields: FieldSelector,
     pub limit: Option<usize>,
     pub continue_token: Option<String>,
+    /// The `resourceVersion` asked for (not "0"): a list may not be older than it.
+    pub resource_version: Option<u64>,
+    /// `resourceVersionMatch=Exact`: the collection as it was at exactly `resource_version`.
+    pub exact: bool,
 }
 
 /// Tunables of a store.

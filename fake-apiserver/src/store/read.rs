@@ -69,6 +69,21 @@ fn decode_continue(token: &str) -> ApiResult<(Option<u64>, String, String)> {
 }
 
 impl Store {
+    /// The real server's answer to a resourceVersion it has not reached (after waiting 3 s for it).
+    pub fn too_large_rv(asked: u64, current: u64) -> ApiError {
+        ApiError {
+            details: Some(json!({
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            })),
+            ..ApiError::new(
+                504,
+                "Timeout",
+                format!("Timeout: Too large resource version: {asked}, current: {current}"),
+            )
+        }
+    }
+
     pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
         self.get_stored(rt, ns, name).map(|o| render(rt, &o))
     }
@@ -180,7 +195,18 @@ impl Store {
                 };
                 (rv, Some(start))
             }
-            _ => (self.rv, None),
+            _ => match opts.resource_version {
+                Some(rv) if rv > self.rv => return Err(Self::too_large_rv(rv, self.rv)),
+                // The state at an older resourceVersion is rebuilt from the history, as long as
+                // every later change is still in it.
+                Some(rv) if opts.exact && rv < self.compacted_rv => {
+                    return Err(ApiError::expired(
+                        "The resourceVersion for the provided list is too old.",
+                    ));
+                }
+                Some(rv) if opts.exact => (rv, None),
+                _ => (self.rv, None),
+            },
         };
         let in_scope = |k: &ObjKey| k.storage == rt.storage && ns.is_none_or(|n| k.namespace == n);
         let after_start = |k: &ObjKey| match &start {

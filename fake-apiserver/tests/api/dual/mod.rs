@@ -46,6 +46,7 @@ use serde_json::Value;
 mod crd;
 pub(crate) mod crud;
 mod deletion;
+mod params;
 mod validation;
 pub(crate) mod watch_list;
 
