@@ -1,5 +1,6 @@
 //! `control-plane` (run as `cargo xtask control-plane ...`): build the reference control plane,
-//! start it in the background, stop it.
+//! start it in the background, stop it; and regenerate the fake API server's Go field-order table
+//! (`field-order`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -56,7 +57,17 @@ enum Command {
         #[arg(long, default_value_os_t = default_run_dir())]
         dir: PathBuf,
     },
+    /// Regenerate the fake API server's table of Go field orders (the order kube-apiserver writes
+    /// each built-in type's keys in) from the pinned Go types, with tools/control-plane/fieldorder.
+    FieldOrder {
+        /// Where to write it.
+        #[arg(long, default_value_os_t = workspace_root().join(FIELD_ORDER_FILE))]
+        out: PathBuf,
+    },
 }
+
+/// The generated field-order table, relative to the workspace.
+const FIELD_ORDER_FILE: &str = "fake-apiserver/src/http/go_field_order.json";
 
 fn default_run_dir() -> PathBuf {
     workspace_root().join("target/control-plane/run")
@@ -115,6 +126,21 @@ async fn main() -> anyhow::Result<()> {
         Command::Build { out } => {
             gobuild::build(&out)?;
             eprintln!("built into {}", out.display());
+            Ok(())
+        }
+        Command::FieldOrder { out } => {
+            let output = std::process::Command::new("go")
+                .args(["run", "./fieldorder"])
+                .current_dir(gobuild::module_dir())
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .context("running go (is it on PATH?)")?;
+            if !output.status.success() {
+                bail!("go run ./fieldorder failed: {}", output.status);
+            }
+            std::fs::write(&out, &output.stdout)
+                .with_context(|| format!("writing {}", out.display()))?;
+            eprintln!("wrote {}", out.display());
             Ok(())
         }
         Command::Up {

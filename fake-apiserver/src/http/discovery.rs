@@ -13,6 +13,8 @@ pub fn version() -> Value {
         "minor": KUBERNETES_MINOR,
         "emulationMajor": "1",
         "emulationMinor": KUBERNETES_MINOR,
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": format!("{}", KUBERNETES_MINOR.parse::<u32>().unwrap_or(1) - 1),
         "gitVersion": format!("v1.{KUBERNETES_MINOR}.0-tollgate"),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",

@@ -2,6 +2,7 @@
 //! in-process (no socket); the TCP server wraps the same service for kubectl and other processes.
 
 mod discovery;
+pub(crate) mod encode;
 mod openapi;
 mod route;
 mod table;
@@ -87,11 +88,9 @@ where
     }
 }
 
+/// A JSON answer, written as kube-apiserver writes it (Go's field order, a trailing newline).
 fn json_response(code: u16, body: &Value) -> Response<ResponseBody> {
-    json_bytes_response(
-        code,
-        Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
-    )
+    json_bytes_response(code, Bytes::from(encode::document(body)))
 }
 
 fn json_bytes_response(code: u16, bytes: Bytes) -> Response<ResponseBody> {
@@ -202,7 +201,10 @@ where
         .unwrap_or("");
     let aggregated = discovery::wants_aggregated(accept);
     let result = match route {
-        Route::Version => Ok(json_response(200, &discovery::version())),
+        Route::Version => Ok(json_bytes_response(
+            200,
+            Bytes::from(encode::version_document(&discovery::version())),
+        )),
         Route::Health => return text_response(200, "ok"),
         Route::CoreVersions | Route::Groups if aggregated.is_some() => {
             let media_type = aggregated.unwrap_or(discovery::AGGREGATED_V2);

@@ -120,13 +120,12 @@ pub fn serve_watch(
 }
 
 fn event_line(kind: &str, object: &Value) -> Bytes {
-    let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
-    line.push(b'\n');
-    Bytes::from(line)
+    event_line_json(kind, &super::encode::to_vec(object))
 }
 
-/// A watch event line around an object already serialised.
+/// A watch event line around an object already serialised (a whole document: its newline goes).
 fn event_line_json(kind: &str, object: &[u8]) -> Bytes {
+    let object = object.strip_suffix(b"\n").unwrap_or(object);
     let mut line = Vec::with_capacity(object.len() + 32);
     line.extend_from_slice(b"{\"type\":\"");
     line.extend_from_slice(kind.as_bytes());

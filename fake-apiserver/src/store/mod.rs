@@ -122,7 +122,8 @@ impl Change {
         }
     }
 
-    /// The object as JSON for readers of `rt`.
+    /// The object as JSON for readers of `rt`: the document kube-apiserver would write (Go's
+    /// field order, a trailing newline).
     pub fn json_for(&self, rt: &ResourceType) -> bytes::Bytes {
         let version = rt.api_version();
         if let Some(r) = self.rendered.get()
@@ -132,7 +133,7 @@ impl Change {
         }
         let rendered = render_ref(rt, &self.object);
         let verbatim = matches!(rendered, std::borrow::Cow::Borrowed(_));
-        let json = bytes::Bytes::from(serde_json::to_vec(rendered.as_ref()).unwrap_or_default());
+        let json = bytes::Bytes::from(crate::http::encode::document(rendered.as_ref()));
         let _ = self.rendered.set(Rendered {
             version,
             json: json.clone(),
@@ -163,7 +164,7 @@ impl Answer {
     pub fn json(&self, rt: &ResourceType) -> bytes::Bytes {
         match self {
             Answer::Committed(change) => change.json_for(rt),
-            Answer::Uncommitted(v) => bytes::Bytes::from(serde_json::to_vec(v).unwrap_or_default()),
+            Answer::Uncommitted(v) => bytes::Bytes::from(crate::http::encode::document(v)),
         }
     }
 

@@ -31,7 +31,25 @@ impl ListPage {
         if let Some(n) = self.remaining {
             metadata["remainingItemCount"] = json!(n);
         }
-        json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": metadata, "items": self.items})
+        if rt.crd.is_some() {
+            // An unstructured list always has the key, as kube-apiserver writes it.
+            metadata["continue"] = json!(self.continue_token.as_deref().unwrap_or(""));
+            return json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": metadata, "items": self.items});
+        }
+        // A typed list's items have an empty TypeMeta, which Go leaves out.
+        let items: Vec<Value> = self
+            .items
+            .iter()
+            .map(|item| {
+                let mut item = item.clone();
+                if let Some(map) = item.as_object_mut() {
+                    map.remove("kind");
+                    map.remove("apiVersion");
+                }
+                item
+            })
+            .collect();
+        json!({"kind": rt.list_kind, "apiVersion": rt.api_version(), "metadata": metadata, "items": items})
     }
 }
 

@@ -43,6 +43,7 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+mod bytes;
 mod crd;
 pub(crate) mod crud;
 mod deletion;
