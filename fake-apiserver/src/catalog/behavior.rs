@@ -141,6 +141,7 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
             "spec.hostNetwork",
             "status.phase",
             "status.podIP",
+            "status.podIPs",
             "status.nominatedNodeName",
         ],
         returns_deleted_object: true,
@@ -186,6 +187,38 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         defaults: Some(default_job),
         ..PLAIN
     };
+    static REPLICATION_CONTROLLERS: Behavior = Behavior {
+        field_selectors: &["status.replicas"],
+        ..PLAIN
+    };
+    static CSRS: Behavior = Behavior {
+        field_selectors: &["spec.signerName"],
+        ..PLAIN
+    };
+    static DEPLOYMENTS: Behavior = Behavior {
+        defaults: Some(default_deployment),
+        ..PLAIN
+    };
+    static REPLICASETS: Behavior = Behavior {
+        defaults: Some(default_replicaset),
+        ..PLAIN
+    };
+    static STATEFULSETS: Behavior = Behavior {
+        defaults: Some(default_statefulset),
+        ..PLAIN
+    };
+    static DAEMONSETS: Behavior = Behavior {
+        defaults: Some(default_daemonset),
+        ..PLAIN
+    };
+    static PODTEMPLATES: Behavior = Behavior {
+        defaults: Some(default_podtemplate),
+        ..PLAIN
+    };
+    static CRONJOBS: Behavior = Behavior {
+        defaults: Some(default_cronjob),
+        ..PLAIN
+    };
     static RBAC: Behavior = Behavior {
         name_rule: NameRule::PathSegment,
         ..PLAIN
@@ -221,6 +254,14 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         ("", "secrets") => &SECRETS,
         ("", "services") => &SERVICES,
         ("batch", "jobs") => &JOBS,
+        ("", "replicationcontrollers") => &REPLICATION_CONTROLLERS,
+        ("apps", "deployments") => &DEPLOYMENTS,
+        ("apps", "replicasets") => &REPLICASETS,
+        ("apps", "statefulsets") => &STATEFULSETS,
+        ("apps", "daemonsets") => &DAEMONSETS,
+        ("", "podtemplates") => &PODTEMPLATES,
+        ("batch", "cronjobs") => &CRONJOBS,
+        ("certificates.k8s.io", "certificatesigningrequests") => &CSRS,
         ("rbac.authorization.k8s.io", _) => &RBAC,
         ("apiextensions.k8s.io", "customresourcedefinitions") => &CRDS,
         (
@@ -342,6 +383,149 @@ fn qos_class(pod: &Value) -> &'static str {
     }
 }
 
+/// A pod template's defaults as kube-apiserver writes them (`SetDefaults_PodSpec`,
+/// `SetDefaults_Container`, ...): the template always has a `metadata`, the spec an empty
+/// `securityContext`. Pods get more from admission (service account, priority, tolerations).
+fn default_template(template: &mut Value) {
+    if !template.is_object() {
+        return;
+    }
+    obj_mut(template, "metadata");
+    let spec = obj_mut(template, "spec");
+    set_default(spec, "restartPolicy", json!("Always"));
+    set_default(spec, "terminationGracePeriodSeconds", json!(30));
+    set_default(spec, "dnsPolicy", json!("ClusterFirst"));
+    set_default(spec, "securityContext", json!({}));
+    set_default(spec, "schedulerName", json!("default-scheduler"));
+    for list in ["initContainers", "containers"] {
+        let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        for c in containers.iter_mut().filter_map(Value::as_object_mut) {
+            default_container(c);
+        }
+    }
+}
+
+fn default_container(c: &mut Map<String, Value>) {
+    set_default(c, "resources", json!({}));
+    set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
+    set_default(c, "terminationMessagePolicy", json!("File"));
+    let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+    set_default(c, "imagePullPolicy", json!(image_pull_policy(image)));
+    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+        for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+            set_default(port, "protocol", json!("TCP"));
+        }
+    }
+}
+
+/// `Always` for an image without a tag or with `:latest`, else `IfNotPresent` (a digest counts
+/// as pinned).
+fn image_pull_policy(image: &str) -> &'static str {
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    // The tag follows the last ':' after the last '/' (a registry may have a port).
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.rsplit_once(':') {
+        Some((_, tag)) if tag != "latest" => "IfNotPresent",
+        _ => "Always",
+    }
+}
+
+fn spec_template(obj: &mut Value) -> &mut Value {
+    obj_mut_value(obj_mut_value(obj, "spec"), "template")
+}
+
+fn default_podtemplate(pt: &mut Value, _: &mut DefaultCtx<'_>) {
+    default_template(obj_mut_value(pt, "template"));
+}
+
+fn default_deployment(d: &mut Value, _: &mut DefaultCtx<'_>) {
+    default_template(spec_template(d));
+    let spec = obj_mut(d, "spec");
+    set_default(spec, "replicas", json!(1));
+    let strategy = spec
+        .entry("strategy")
+        .or_insert_with(|| json!({"type": "RollingUpdate"}));
+    if let Some(st) = strategy.as_object_mut() {
+        set_default(st, "type", json!("RollingUpdate"));
+        if st.get("type") == Some(&json!("RollingUpdate")) {
+            let ru = obj_mut_value_map(st, "rollingUpdate");
+            set_default(ru, "maxUnavailable", json!("25%"));
+            set_default(ru, "maxSurge", json!("25%"));
+        }
+    }
+    set_default(spec, "revisionHistoryLimit", json!(10));
+    set_default(spec, "progressDeadlineSeconds", json!(600));
+}
+
+fn default_replicaset(rs: &mut Value, _: &mut DefaultCtx<'_>) {
+    default_template(spec_template(rs));
+    set_default(obj_mut(rs, "spec"), "replicas", json!(1));
+}
+
+fn default_statefulset(ss: &mut Value, _: &mut DefaultCtx<'_>) {
+    default_template(spec_template(ss));
+    let spec = obj_mut(ss, "spec");
+    set_default(spec, "replicas", json!(1));
+    set_default(spec, "serviceName", json!(""));
+    set_default(spec, "podManagementPolicy", json!("OrderedReady"));
+    let strategy = spec
+        .entry("updateStrategy")
+        .or_insert_with(|| json!({"type": "RollingUpdate"}));
+    if let Some(st) = strategy.as_object_mut() {
+        set_default(st, "type", json!("RollingUpdate"));
+        if st.get("type") == Some(&json!("RollingUpdate")) {
+            let ru = obj_mut_value_map(st, "rollingUpdate");
+            set_default(ru, "partition", json!(0));
+            set_default(ru, "maxUnavailable", json!(1));
+        }
+    }
+    set_default(spec, "revisionHistoryLimit", json!(10));
+    let retention = obj_mut_value_map(spec, "persistentVolumeClaimRetentionPolicy");
+    set_default(retention, "whenDeleted", json!("Retain"));
+    set_default(retention, "whenScaled", json!("Retain"));
+}
+
+fn default_daemonset(ds: &mut Value, _: &mut DefaultCtx<'_>) {
+    default_template(spec_template(ds));
+    let spec = obj_mut(ds, "spec");
+    let strategy = spec
+        .entry("updateStrategy")
+        .or_insert_with(|| json!({"type": "RollingUpdate"}));
+    if let Some(st) = strategy.as_object_mut() {
+        set_default(st, "type", json!("RollingUpdate"));
+        if st.get("type") == Some(&json!("RollingUpdate")) {
+            let ru = obj_mut_value_map(st, "rollingUpdate");
+            set_default(ru, "maxUnavailable", json!(1));
+            set_default(ru, "maxSurge", json!(0));
+        }
+    }
+    set_default(spec, "revisionHistoryLimit", json!(10));
+}
+
+fn default_cronjob(cj: &mut Value, _: &mut DefaultCtx<'_>) {
+    let spec = obj_mut(cj, "spec");
+    set_default(spec, "concurrencyPolicy", json!("Allow"));
+    set_default(spec, "suspend", json!(false));
+    set_default(spec, "successfulJobsHistoryLimit", json!(3));
+    set_default(spec, "failedJobsHistoryLimit", json!(1));
+    let job_template = spec.entry("jobTemplate").or_insert_with(|| json!({}));
+    default_template(spec_template(job_template));
+}
+
+fn obj_mut_value_map<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    if !m.get(key).is_some_and(Value::is_object) {
+        m.insert(key.to_string(), json!({}));
+    }
+    match m.get_mut(key).and_then(Value::as_object_mut) {
+        Some(m) => m,
+        None => unreachable!("just made an object"),
+    }
+}
+
 fn default_service(svc: &mut Value, ctx: &mut DefaultCtx<'_>) {
     let spec = obj_mut(svc, "spec");
     set_default(spec, "type", json!("ClusterIP"));
@@ -399,6 +583,7 @@ fn default_job(job: &mut Value, ctx: &mut DefaultCtx<'_>) {
         labels.insert("controller-uid".into(), json!(uid));
         labels.insert("job-name".into(), json!(name));
     }
+    default_template(spec_template(job));
     job["status"] = json!({});
 }
 

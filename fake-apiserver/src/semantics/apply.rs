@@ -378,6 +378,10 @@ impl Collector<'_> {
                 if self.maps_as_members && !top_meta && !path.is_empty() && old.is_none() {
                     self.set.insert(path.clone());
                 }
+                // An applied empty map is owned as a leaf (`f:spec: {}`), as kube-apiserver does.
+                if !self.maps_as_members && m.is_empty() && !top_meta && !path.is_empty() {
+                    self.set.insert(path.clone());
+                }
                 self.object(m, old.and_then(Value::as_object), path, names)
             }
             Value::Array(items) => self.list(items, old.and_then(Value::as_array), path, names),
@@ -701,6 +705,30 @@ fn is_key_field(path: &[Pe]) -> bool {
     }
 }
 
+/// After `removed` is gone, remove the maps and lists it leaves empty that nobody owns, up to the
+/// first one that still holds something: structured-merge-diff prunes what the applier stops
+/// owning parents included (so `annotations: {}` does not stay behind).
+fn prune_emptied_parents(obj: &mut Value, removed: &[Pe], owned: &dyn Fn(&[Pe]) -> bool) {
+    let mut end = removed.len();
+    while end > 1 {
+        end -= 1;
+        let parent = &removed[..end];
+        // A list item keeps its key fields, so it is never empty; stop at list items.
+        if !matches!(parent.last(), Some(Pe::Field(_))) || owned(parent) {
+            return;
+        }
+        let empty = match resolve(obj, parent) {
+            Some(Value::Object(m)) => m.is_empty(),
+            Some(Value::Array(a)) => a.is_empty(),
+            _ => false,
+        };
+        if !empty {
+            return;
+        }
+        remove_path(obj, parent);
+    }
+}
+
 /// True when `path` or one of its descendants is in `set`.
 fn owns_at_or_below(set: &FieldSet, path: &[Pe]) -> bool {
     set.range(path.to_vec()..)
@@ -793,9 +821,11 @@ pub fn apply(
         .flat_map(|e| e.set.iter().cloned())
         .collect();
     // Ancestors first: once a list item is gone, its fields go with it.
+    let owned = |p: &[Pe]| owns_at_or_below(&others, p) || owns_at_or_below(&applied_set, p);
     for p in previous.difference(&applied_set) {
-        if !owns_at_or_below(&others, p) && !owns_at_or_below(&applied_set, p) && !is_key_field(p) {
+        if !owned(p) && !is_key_field(p) {
             remove_path(&mut merged, p);
+            prune_emptied_parents(&mut merged, p, &owned);
         }
     }
 

@@ -671,6 +671,16 @@ impl FieldSelector {
         })
     }
 
+    /// As [`FieldSelector::matches`], for a built-in kind: kube-apiserver formats the Go field,
+    /// so an unset field reads as Go's zero value (`false`, `0`), and a few selectable names read
+    /// another field (see [`builtin_field_text`]).
+    pub fn matches_builtin(&self, obj: &Value) -> bool {
+        self.terms.iter().all(|t| {
+            let actual = builtin_field_text(obj, &t.field);
+            (actual == t.value.as_str()) != t.negated
+        })
+    }
+
     /// True when the selector places no restriction at all.
     pub fn is_empty(&self) -> bool {
         self.terms.is_empty()
@@ -769,6 +779,31 @@ fn field_text<'v>(obj: &'v Value, path: &str) -> Cow<'v, str> {
         }
     }
     json_text(cur)
+}
+
+/// What a built-in kind's selectable field reads, as its registry's `ToSelectableFields` formats
+/// it. The paths are unique to their kind (each kind refuses the others' fields first).
+fn builtin_field_text<'v>(obj: &'v Value, path: &str) -> Cow<'v, str> {
+    let or_zero = |v: Cow<'v, str>, zero: &'static str| {
+        if v.is_empty() { Cow::Borrowed(zero) } else { v }
+    };
+    match path {
+        // Go bools and ints: unset is false / 0.
+        "spec.unschedulable" | "spec.hostNetwork" => or_zero(field_text(obj, path), "false"),
+        // Jobs name `status.succeeded` so; replication controllers' replicas.
+        "status.successful" => or_zero(field_text(obj, "status.succeeded"), "0"),
+        "status.replicas" => or_zero(field_text(obj, path), "0"),
+        // The internal Pod keeps only podIPs: podIP is the first of them.
+        "status.podIP" => match obj["status"]["podIPs"][0]["ip"].as_str() {
+            Some(ip) => Cow::Borrowed(ip),
+            None => field_text(obj, path),
+        },
+        // Accepted (for the downward API) but never set: always "".
+        "status.podIPs" => Cow::Borrowed(""),
+        // A core Event's source is its component.
+        "source" => field_text(obj, "source.component"),
+        _ => field_text(obj, path),
+    }
 }
 
 /// Strings as-is, `null` as `""`, anything else as compact JSON.

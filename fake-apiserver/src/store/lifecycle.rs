@@ -2,6 +2,8 @@
 //! that outcomes are deterministic: the garbage collector (background, foreground and orphan
 //! propagation), the namespace controller and the CRD cleanup.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
 
 use super::write::CRD_CLEANUP;
@@ -103,12 +105,17 @@ impl Store {
                 changed = true;
             }
             match lifecycle {
-                Some(Lifecycle::Namespace) if self.emptied(|k| k.namespace == key.name) => {
-                    // Only a real change counts: a namespace also held by metadata.finalizers stays.
-                    changed |= obj["spec"]
-                        .as_object_mut()
-                        .and_then(|spec| spec.remove("finalizers"))
-                        .is_some();
+                Some(Lifecycle::Namespace) => {
+                    let emptied = self.emptied(|k| k.namespace == key.name);
+                    changed |= self.set_deletion_conditions(&mut obj, &key.name);
+                    if emptied {
+                        // Only a real change counts: a namespace also held by
+                        // metadata.finalizers stays.
+                        changed |= obj["spec"]
+                            .as_object_mut()
+                            .and_then(|spec| spec.remove("finalizers"))
+                            .is_some();
+                    }
                 }
                 Some(Lifecycle::CustomResourceDefinition) if has_finalizer(&obj, CRD_CLEANUP) => {
                     let storage = self.crd_storage(&key.name);
@@ -135,6 +142,114 @@ impl Store {
             }
         }
         self.rv != before
+    }
+
+    /// The namespace controller's status conditions on a terminating namespace: what content and
+    /// which finalizers still hold it, in kube-controller-manager's words. True when they changed
+    /// (a condition keeps its lastTransitionTime while its status stays).
+    fn set_deletion_conditions(&self, ns: &mut Value, name: &str) -> bool {
+        let mut resources: BTreeMap<String, usize> = BTreeMap::new();
+        let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
+        for (key, stored) in self.objects.iter().filter(|(k, _)| k.namespace == name) {
+            let resource = match self.catalog.preferred_for_storage(&key.storage) {
+                Some(rt) => format!("{}.{}", rt.plural, rt.group),
+                None => continue,
+            };
+            *resources.entry(resource).or_default() += 1;
+            let obj = stored.object();
+            for f in obj["metadata"]["finalizers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                if let Some(f) = f.as_str() {
+                    *finalizers.entry(f.to_string()).or_default() += 1;
+                }
+            }
+        }
+        let counted = |m: &BTreeMap<String, usize>, word: &str| {
+            m.iter()
+                .map(|(what, n)| format!("{what} {word} {n} resource instances"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let content = if resources.is_empty() {
+            (
+                "False",
+                "ContentRemoved",
+                "All content successfully removed".to_string(),
+            )
+        } else {
+            let listed = counted(&resources, "has");
+            (
+                "True",
+                "SomeResourcesRemain",
+                format!("Some resources are remaining: {listed}"),
+            )
+        };
+        let held = if finalizers.is_empty() {
+            (
+                "False",
+                "ContentHasNoFinalizers",
+                "All content-preserving finalizers finished".to_string(),
+            )
+        } else {
+            let listed = counted(&finalizers, "in");
+            (
+                "True",
+                "SomeFinalizersRemain",
+                format!("Some content in the namespace has finalizers remaining: {listed}"),
+            )
+        };
+        let wanted = [
+            (
+                "NamespaceDeletionDiscoveryFailure",
+                (
+                    "False",
+                    "ResourcesDiscovered",
+                    "All resources successfully discovered".to_string(),
+                ),
+            ),
+            (
+                "NamespaceDeletionGroupVersionParsingFailure",
+                (
+                    "False",
+                    "ParsedGroupVersions",
+                    "All legacy kube types successfully parsed".to_string(),
+                ),
+            ),
+            (
+                "NamespaceDeletionContentFailure",
+                (
+                    "False",
+                    "ContentDeleted",
+                    "All content successfully deleted, may be waiting on finalization".to_string(),
+                ),
+            ),
+            ("NamespaceContentRemaining", content),
+            ("NamespaceFinalizersRemaining", held),
+        ];
+        let old: Vec<Value> = ns["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let now = self.clock.now_rfc3339();
+        let conditions: Vec<Value> = wanted
+            .into_iter()
+            .map(|(type_, (status, reason, message))| {
+                let before = old.iter().find(|c| c["type"] == type_);
+                let since = match before {
+                    Some(c) if c["status"] == status => c["lastTransitionTime"].clone(),
+                    _ => json!(now),
+                };
+                json!({"type": type_, "status": status, "lastTransitionTime": since, "reason": reason, "message": message})
+            })
+            .collect();
+        if old == conditions {
+            return false;
+        }
+        ns["status"]["conditions"] = Value::Array(conditions);
+        true
     }
 
     /// Orphan propagation: dependents lose their ownerReference to `owner` and stay.

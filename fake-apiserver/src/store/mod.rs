@@ -496,12 +496,19 @@ fn render_owned(rt: &ResourceType, stored: &Value) -> Value {
         Some(c) => (c.from_storage)(stored),
         None => stored.clone(),
     };
+    let converted = out.get("apiVersion").and_then(Value::as_str) != Some(&rt.api_version());
     out["apiVersion"] = json!(rt.api_version());
     out["kind"] = json!(rt.kind);
-    // Like the real server, schema defaults also apply on read: objects stored before a default was
-    // added to the CRD show it.
     if let Some(schema) = &rt.structural {
-        schema.apply_defaults(&mut out);
+        if converted {
+            // Another version's object: apiextensions-apiserver prunes what this version's schema
+            // does not know (its defaults are those of the stored version, applied on write).
+            schema.prune(&mut out);
+        } else {
+            // Like the real server, schema defaults also apply on read: objects stored before a
+            // default was added to the CRD show it.
+            schema.apply_defaults(&mut out);
+        }
     }
     out
 }

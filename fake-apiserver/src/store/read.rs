@@ -166,9 +166,10 @@ impl Store {
             return true;
         }
         // Field paths are those of the served version (events.k8s.io has other names than core).
-        match rt.behavior.convert {
-            Some(_) => opts.fields.matches(&render(rt, stored)),
-            None => opts.fields.matches(stored),
+        match (rt.behavior.convert, rt.crd.is_some()) {
+            (Some(_), _) => opts.fields.matches_builtin(&render(rt, stored)),
+            (None, false) => opts.fields.matches_builtin(stored),
+            (None, true) => opts.fields.matches(stored),
         }
     }
 
