@@ -273,8 +273,17 @@ impl ApiError {
         }
     }
 
-    pub fn method_not_allowed(message: impl Into<String>) -> Self {
-        Self::new(405, "MethodNotAllowed", message)
+    /// 405 Method Not Allowed. kube-apiserver words every one alike, whatever the method and
+    /// resource, with empty details; `_context` is for the reader of the calling code only.
+    pub fn method_not_allowed(_context: impl Into<String>) -> Self {
+        ApiError {
+            details: Some(json!({})),
+            ..Self::new(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
+        }
     }
 
     pub fn unsupported_media_type(message: impl Into<String>) -> Self {
@@ -308,6 +317,12 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        // Errors kube-apiserver passes on unclassified (a strategic merge patch's) have none.
+        if self.reason.is_empty()
+            && let Some(m) = status.as_object_mut()
+        {
+            m.remove("reason");
+        }
         if let Some(details) = &self.details {
             status["details"] = details.clone();
         }

@@ -29,11 +29,13 @@ impl PatchKind {
     }
 }
 
-/// The message for an unsupported patch content type.
-pub fn unsupported_patch(content_type: &str) -> ApiError {
-    ApiError::unsupported_media_type(format!(
-        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json (got {content_type:?})"
-    ))
+/// The answer to a PATCH whose content type is no patch type: on built-in kinds, the generic
+/// 415 of kube-apiserver's router (custom resources word it as [`ensure_supported`] does).
+pub fn unsupported_patch(_content_type: &str) -> ApiError {
+    ApiError {
+        details: Some(serde_json::json!({})),
+        ..ApiError::unsupported_media_type("415: Unsupported Media Type")
+    }
 }
 
 /// Refuse, before anything is looked up, the patch types a kind cannot take: strategic merge patch
@@ -49,6 +51,31 @@ pub fn ensure_supported(kind: PatchKind, custom_resource: bool) -> ApiResult<()>
     }
 }
 
+/// Go's word for the JSON type of `v`, as `encoding/json` names it in an `UnmarshalTypeError`.
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// kube-apiserver answers any JSON patch operation that does not apply with this generic 422,
+/// the operation's own complaint left out.
+fn patch_rejected() -> ApiError {
+    ApiError {
+        details: Some(serde_json::json!({})),
+        ..ApiError::new(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+        )
+    }
+}
+
 /// Apply a patch to `target` (an object of `group`/`kind`), returning the patched copy.
 pub fn apply_patch(
     kind: PatchKind,
@@ -57,50 +84,53 @@ pub fn apply_patch(
     target: &Value,
     body: &[u8],
 ) -> ApiResult<Value> {
+    if kind == PatchKind::Apply {
+        return Err(ApiError::internal(
+            "server-side apply is handled by the store, not as a patch",
+        ));
+    }
+    // Every patch type is first checked to be JSON at all, with one wording.
+    let patch: Value =
+        serde_json::from_slice(body).map_err(|_| ApiError::bad_request("invalid JSON patch"))?;
     let mut doc = target.clone();
     match kind {
         PatchKind::Json => {
-            let ops: json_patch::Patch = serde_json::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            for op in ops.0 {
-                // Like the real server, `test` for null passes where the path does not exist: the
-                // kube-rs finalizer helper relies on it when adding the first finalizer.
-                if let json_patch::PatchOperation::Test(t) = &op
-                    && t.value.is_null()
-                    && doc.pointer(t.path.as_str()).is_none()
-                {
-                    continue;
-                }
-                json_patch::patch(&mut doc, &[op]).map_err(|e| {
-                    ApiError::new(
-                        422,
-                        "Invalid",
-                        format!(
-                            "the server rejected our request due to an error in our request: {e}"
-                        ),
-                    )
-                })?;
+            let ops = decode_json_patch(&patch)?;
+            for op in ops {
+                json_patch_op(&mut doc, op).ok_or_else(patch_rejected)?;
             }
         }
-        PatchKind::Merge => {
-            let patch: Value = serde_json::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            if !patch.is_object() {
-                return Err(ApiError::bad_request("a merge patch must be a JSON object"));
+        PatchKind::Merge => match &patch {
+            Value::Object(_) => json_patch::merge(&mut doc, &patch),
+            // evanphx/json-patch's own word for a null merge patch.
+            Value::Null => return Err(ApiError::bad_request("Invalid JSON Patch")),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "error decoding patch: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                    go_type(other)
+                )));
             }
-            json_patch::merge(&mut doc, &patch);
-        }
+        },
         PatchKind::StrategicMerge => {
-            let patch: Value = serde_json::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            doc = super::strategic::strategic_merge(group, type_kind, target, &patch)
-                .map_err(|e| ApiError::bad_request(e.0))?;
+            let patch = match patch {
+                Value::Null => Value::Object(Default::default()),
+                Value::Object(_) => patch,
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+                        go_type(&other)
+                    )));
+                }
+            };
+            doc = super::strategic::strategic_merge(group, type_kind, target, &patch).map_err(
+                |e| match e.code {
+                    // Upstream's strategic merge errors reach the client as bare 500s.
+                    500 => ApiError::new(500, "", e.message),
+                    _ => ApiError::bad_request(e.message),
+                },
+            )?;
         }
-        PatchKind::Apply => {
-            return Err(ApiError::internal(
-                "server-side apply is handled by the store, not as a patch",
-            ));
-        }
+        PatchKind::Apply => unreachable!("refused above"),
     }
     if !doc.is_object() {
         return Err(ApiError::bad_request(
@@ -108,6 +138,201 @@ pub fn apply_patch(
         ));
     }
     Ok(doc)
+}
+
+/// One JSON patch operation, as kube-apiserver decodes it before applying.
+struct JsonPatchOp<'a> {
+    op: Option<&'a str>,
+    path: Option<&'a str>,
+    from: Option<&'a str>,
+    /// Absent and `null` are one for evanphx/json-patch.
+    value: Value,
+}
+
+/// Decode a JSON patch with the words of Go's decoder into kube-apiserver's `[]jsonPatchOp`.
+fn decode_json_patch(patch: &Value) -> ApiResult<Vec<JsonPatchOp<'_>>> {
+    let decoding =
+        |what: String| ApiError::bad_request(format!("error decoding patch: json: {what}"));
+    let items = match patch {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(items) => items,
+        other => {
+            return Err(decoding(format!(
+                "cannot unmarshal {} into Go value of type []handlers.jsonPatchOp",
+                go_type(other)
+            )));
+        }
+    };
+    let mut ops = Vec::with_capacity(items.len());
+    for item in items {
+        let map = match item {
+            Value::Object(map) => map,
+            Value::Null => {
+                ops.push(JsonPatchOp {
+                    op: None,
+                    path: None,
+                    from: None,
+                    value: Value::Null,
+                });
+                continue;
+            }
+            other => {
+                return Err(decoding(format!(
+                    "cannot unmarshal {} into Go value of type handlers.jsonPatchOp",
+                    go_type(other)
+                )));
+            }
+        };
+        let field = |name: &str| -> ApiResult<Option<&str>> {
+            match map.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.as_str())),
+                Some(other) => Err(decoding(format!(
+                    "cannot unmarshal {} into Go struct field jsonPatchOp.{name} of type string",
+                    go_type(other)
+                ))),
+            }
+        };
+        ops.push(JsonPatchOp {
+            op: field("op")?,
+            path: field("path")?,
+            from: field("from")?,
+            value: map.get("value").cloned().unwrap_or(Value::Null),
+        });
+    }
+    Ok(ops)
+}
+
+/// Apply one operation the way evanphx/json-patch v4 (kube-apiserver's) does; `None` when it
+/// does not apply. Its quirks are kept: `replace` of a missing key adds it, `copy` from a missing
+/// key copies null, a path is split on `/` after dropping whatever precedes the first one, and
+/// negative array indices count from the end.
+fn json_patch_op(doc: &mut Value, op: JsonPatchOp<'_>) -> Option<()> {
+    match op.op? {
+        "add" => {
+            let (parent, key) = parent_of(doc, op.path?)?;
+            add(parent, &key, op.value)
+        }
+        "remove" => {
+            let (parent, key) = parent_of(doc, op.path?)?;
+            remove(parent, &key).map(drop)
+        }
+        "replace" => {
+            let (parent, key) = parent_of(doc, op.path?)?;
+            get(parent, &key)?;
+            set(parent, &key, op.value)
+        }
+        "move" => {
+            let (parent, key) = parent_of(doc, op.from?)?;
+            get(parent, &key)?;
+            let value = remove(parent, &key)?;
+            let (parent, key) = parent_of(doc, op.path?)?;
+            add(parent, &key, value)
+        }
+        "copy" => {
+            let (parent, key) = parent_of(doc, op.from?)?;
+            let value = get(parent, &key)?.cloned().unwrap_or(Value::Null);
+            let (parent, key) = parent_of(doc, op.path?)?;
+            add(parent, &key, value)
+        }
+        "test" => {
+            let (parent, key) = parent_of(doc, op.path?)?;
+            match (get(parent, &key)?, &op.value) {
+                (None, Value::Null) => Some(()),
+                (Some(found), wanted) if found == wanted => Some(()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn unescape(token: &str) -> String {
+    token.replace("~1", "/").replace("~0", "~")
+}
+
+/// The container a path's last token is in, and that token.
+fn parent_of<'d>(doc: &'d mut Value, path: &str) -> Option<(&'d mut Value, String)> {
+    let tokens: Vec<&str> = path.split('/').collect();
+    if tokens.len() < 2 {
+        return None;
+    }
+    let mut current = doc;
+    for token in &tokens[1..tokens.len() - 1] {
+        let token = unescape(token);
+        let next = match current {
+            Value::Object(map) => map.get_mut(&token)?,
+            Value::Array(items) => {
+                let i = index(&token, items.len())?;
+                items.get_mut(i)?
+            }
+            _ => return None,
+        };
+        if !(next.is_object() || next.is_array()) {
+            return None;
+        }
+        current = next;
+    }
+    Some((current, unescape(tokens[tokens.len() - 1])))
+}
+
+/// An array index as Go's `strconv.Atoi` reads it, negative counting from `len`.
+fn index(token: &str, len: usize) -> Option<usize> {
+    let i: i64 = token.parse().ok()?;
+    let i = if i < 0 { i + len as i64 } else { i };
+    (0..len as i64).contains(&i).then_some(i as usize)
+}
+
+/// The value at `key` (`None` for a missing key or null); `None` outside when it cannot be read.
+fn get<'v>(parent: &'v Value, key: &str) -> Option<Option<&'v Value>> {
+    match parent {
+        Value::Object(map) => Some(map.get(key).filter(|v| !v.is_null())),
+        Value::Array(items) => {
+            let i = index(key, items.len())?;
+            Some(items.get(i).filter(|v| !v.is_null()))
+        }
+        _ => None,
+    }
+}
+
+fn add(parent: &mut Value, key: &str, value: Value) -> Option<()> {
+    match parent {
+        Value::Object(map) => {
+            map.insert(key.to_owned(), value);
+        }
+        Value::Array(items) if key == "-" => items.push(value),
+        Value::Array(items) => {
+            let i = index(key, items.len() + 1)?;
+            items.insert(i, value);
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+fn set(parent: &mut Value, key: &str, value: Value) -> Option<()> {
+    match parent {
+        Value::Object(map) => {
+            map.insert(key.to_owned(), value);
+        }
+        Value::Array(items) => {
+            let i = index(key, items.len())?;
+            items[i] = value;
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+fn remove(parent: &mut Value, key: &str) -> Option<Value> {
+    match parent {
+        Value::Object(map) => map.remove(key),
+        Value::Array(items) => {
+            let i = index(key, items.len())?;
+            Some(items.remove(i))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

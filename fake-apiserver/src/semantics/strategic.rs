@@ -26,13 +26,69 @@ pub enum ListStrategy {
     MergePrimitives,
 }
 
-/// The error of a patch that cannot be applied; the message names the problem.
+/// The error of a patch that cannot be applied; the message names the problem. `code` is the
+/// HTTP status kube-apiserver answers with: 400, or 500 for the errors its strategic merge code
+/// returns unclassified (a bad `$patch`, a missing merge key), worded as upstream words them.
 #[derive(Debug, thiserror::Error, PartialEq)]
-#[error("{0}")]
-pub struct StrategicError(pub String);
+#[error("{message}")]
+pub struct StrategicError {
+    pub code: u16,
+    pub message: String,
+}
 
 fn invalid(msg: impl std::fmt::Display) -> StrategicError {
-    StrategicError(format!("invalid patch: {msg}"))
+    StrategicError {
+        code: 400,
+        message: format!("invalid patch: {msg}"),
+    }
+}
+
+fn unclassified(message: String) -> StrategicError {
+    StrategicError { code: 500, message }
+}
+
+/// A value as Go's `%v` prints the `interface{}` it decodes to: `map[k:v ...]` with sorted
+/// keys, `[a b]`, bare strings, `<nil>`.
+fn go_value(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{f:.0}"),
+            _ => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(go_value).collect();
+            format!("[{}]", items.join(" "))
+        }
+        Value::Object(map) => go_map(map),
+    }
+}
+
+fn go_map(map: &Map<String, Value>) -> String {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let entries: Vec<String> = entries
+        .into_iter()
+        .map(|(k, v)| format!("{k}:{}", go_value(v)))
+        .collect();
+    format!("map[{}]", entries.join(" "))
+}
+
+fn bad_patch_type(value: &Value, map: &Map<String, Value>) -> StrategicError {
+    unclassified(format!(
+        "unknown patch type: {} in map: {}",
+        go_value(value),
+        go_map(map)
+    ))
+}
+
+fn missing_merge_key(map: &Map<String, Value>, key: &str) -> StrategicError {
+    unclassified(format!(
+        "map: {} does not contain declared merge key: {key}",
+        go_map(map)
+    ))
 }
 
 const PATCH: &str = "$patch";
@@ -151,9 +207,7 @@ pub fn strategic_merge(
         Value::Object(map) => Some(map),
         Value::Null => None,
         _ => {
-            return Err(StrategicError(
-                "the original object is not a JSON object".into(),
-            ));
+            return Err(invalid("the original object is not a JSON object"));
         }
     };
     let merger = Merger { group, kind };
@@ -175,9 +229,7 @@ fn patch_directive(map: &Map<String, Value>) -> Result<Option<&str>, StrategicEr
         Some(Value::String(s)) if matches!(s.as_str(), "replace" | "delete") => {
             Ok(Some(s.as_str()))
         }
-        Some(other) => Err(invalid(format!(
-            "unsupported $patch directive {other} (expected \"replace\" or \"delete\")"
-        ))),
+        Some(other) => Err(bad_patch_type(other, map)),
     }
 }
 
@@ -345,7 +397,10 @@ impl Merger<'_> {
                 .map(|item| {
                     identity(item, merge_key)
                         .cloned()
-                        .ok_or_else(|| no_merge_key(key, merge_key))
+                        .ok_or_else(|| match (item, merge_key) {
+                            (Value::Object(m), Some(k)) => missing_merge_key(m, k),
+                            _ => no_merge_key(key, merge_key),
+                        })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             if let Some(Value::Array(items)) = patch.get(field) {
@@ -430,16 +485,22 @@ impl Merger<'_> {
                     "element of {field} is not an object: {item}"
                 )));
             };
-            match patch_directive(map)? {
+            match map.get(PATCH) {
                 None => plain.push(map),
-                Some("delete") => {
+                Some(Value::String(d)) if d == "delete" => {
                     let id = map
                         .get(key)
                         .filter(|v| !v.is_null())
-                        .ok_or_else(|| no_merge_key(field, Some(key)))?;
+                        .ok_or_else(|| missing_merge_key(map, key))?;
                     server.retain(|e| e.get(key) != Some(id));
                 }
-                Some(_) => replace = true,
+                Some(Value::String(d)) if d == "replace" => replace = true,
+                Some(Value::String(d)) if d == "merge" => {
+                    return Err(unclassified(
+                        "merging lists cannot yet be specified in the patch".into(),
+                    ));
+                }
+                Some(other) => return Err(bad_patch_type(other, map)),
             }
         }
         if replace {
@@ -457,7 +518,7 @@ impl Merger<'_> {
         let mut patch_ids = Vec::with_capacity(plain.len());
         for map in plain {
             let Some(id) = map.get(key).filter(|v| !v.is_null()) else {
-                return Err(no_merge_key(field, Some(key)));
+                return Err(missing_merge_key(map, key));
             };
             patch_ids.push(id.clone());
             match merged.iter().position(|e| e.get(key) == Some(id)) {
@@ -827,10 +888,8 @@ mod tests {
         // A patch element without `port` (only `containerPort`) is not a Service port.
         let bad = json!({"spec": {"ports": [{"containerPort": 80}]}});
         assert_eq!(
-            strategic_merge("", "Service", &original, &bad),
-            Err(StrategicError(
-                r#"invalid patch: element of ports has no "port""#.into()
-            ))
+            strategic_merge("", "Service", &original, &bad).map_err(|e| e.message),
+            Err("map: map[containerPort:80] does not contain declared merge key: port".into())
         );
     }
 
@@ -886,12 +945,12 @@ mod tests {
     #[case::no_merge_key(
         "apps", "Deployment",
         json!({"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}}),
-        r#"invalid patch: element of containers has no "name""#
+        "map: map[image:x] does not contain declared merge key: name"
     )]
     #[case::delete_without_key(
         "", "Pod",
         json!({"spec": {"containers": [{"$patch": "delete"}]}}),
-        r#"invalid patch: element of containers has no "name""#
+        "map: map[$patch:delete] does not contain declared merge key: name"
     )]
     #[case::element_not_object(
         "", "Pod",
@@ -911,22 +970,22 @@ mod tests {
     #[case::unknown_patch_value(
         "", "Pod",
         json!({"metadata": {"$patch": "explode"}}),
-        r#"invalid patch: unsupported $patch directive "explode" (expected "replace" or "delete")"#
+        "unknown patch type: explode in map: map[$patch:explode]"
     )]
     #[case::unknown_patch_value_in_element(
         "", "Pod",
         json!({"spec": {"containers": [{"name": "a", "$patch": 1}]}}),
-        r#"invalid patch: unsupported $patch directive 1 (expected "replace" or "delete")"#
+        "unknown patch type: 1 in map: map[$patch:1 name:a]"
     )]
     #[case::merge_directive_in_map(
         "", "Pod",
         json!({"metadata": {"$patch": "merge", "a": 1}}),
-        r#"invalid patch: unsupported $patch directive "merge" (expected "replace" or "delete")"#
+        "unknown patch type: merge in map: map[$patch:merge a:1]"
     )]
     #[case::merge_directive_in_list(
         "", "Pod",
         json!({"spec": {"containers": [{"name": "a", "$patch": "merge"}]}}),
-        r#"invalid patch: unsupported $patch directive "merge" (expected "replace" or "delete")"#
+        "merging lists cannot yet be specified in the patch"
     )]
     #[case::retain_keys_missing_patch_key(
         "", "Pod",
@@ -956,7 +1015,7 @@ mod tests {
     #[case::order_without_key(
         "", "Pod",
         json!({"spec": {"$setElementOrder/containers": [{"image": "x"}]}}),
-        r#"invalid patch: element of $setElementOrder/containers has no "name""#
+        "map: map[image:x] does not contain declared merge key: name"
     )]
     #[case::object_in_primitive_list(
         "", "Pod",
@@ -970,9 +1029,10 @@ mod tests {
         #[case] message: &str,
     ) {
         let original = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}]}});
-        assert_eq!(
-            strategic_merge(group, kind, &original, &patch),
-            Err(StrategicError(message.to_owned()))
-        );
+        let err = strategic_merge(group, kind, &original, &patch).expect_err("refused");
+        assert_eq!(err.message, message);
+        // Upstream answers its strategic merge code's own errors as 500s.
+        let unclassified = !message.starts_with("invalid patch: ");
+        assert_eq!(err.code == 500, unclassified, "{message}");
     }
 }

@@ -48,6 +48,7 @@ mod crd;
 pub(crate) mod crud;
 mod deletion;
 mod params;
+mod patch_errors;
 mod semantics;
 mod validation;
 pub(crate) mod watch_list;
