@@ -19,17 +19,18 @@ fn at<'a>(obj: &'a Value, path: &str) -> &'a Value {
     keys(path).iter().fold(obj, |v, k| &v[*k])
 }
 
-/// A label selector object (`matchLabels`/`matchExpressions`, or a plain map) in its string form.
+/// A label selector object (`matchLabels`/`matchExpressions`, or a plain map) in its string form,
+/// as `labels.Selector.String()` prints it: requirements sorted by key, set values sorted.
 fn selector_string(selector: &Value) -> String {
     if let Some(s) = selector.as_str() {
         return s.to_string();
     }
     let labels = selector.get("matchLabels").unwrap_or(selector);
-    let mut parts: Vec<String> = labels
+    let mut parts: Vec<(String, String)> = labels
         .as_object()
         .map(|m| {
             m.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}")))
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), format!("{k}={v}"))))
                 .collect()
         })
         .unwrap_or_default();
@@ -39,18 +40,41 @@ fn selector_string(selector: &Value) -> String {
         .flatten()
     {
         let key = e["key"].as_str().unwrap_or("");
-        let values: Vec<&str> = e["values"]
+        let mut values: Vec<&str> = e["values"]
             .as_array()
             .map(|v| v.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        parts.push(match e["operator"].as_str().unwrap_or("") {
+        values.sort_unstable();
+        values.dedup();
+        let text = match e["operator"].as_str().unwrap_or("") {
             "In" => format!("{key} in ({})", values.join(",")),
             "NotIn" => format!("{key} notin ({})", values.join(",")),
             "Exists" => key.to_string(),
             _ => format!("!{key}"),
-        });
+        };
+        parts.push((key.to_string(), text));
     }
-    parts.join(",")
+    // A stable sort: two requirements on one key keep their order, as in Go's sort.Stable.
+    parts.sort_by(|a, b| a.0.cmp(&b.0));
+    parts
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The decoding error kube-apiserver gives for a body of another kind sent to /scale.
+fn not_a_scale(body: &Value) -> Option<ApiError> {
+    let kind = body.get("kind").and_then(Value::as_str)?;
+    if kind == "Scale" || kind.is_empty() {
+        return None;
+    }
+    let api_version = body["apiVersion"].as_str().unwrap_or("");
+    // Go names the typed struct by its package, which is the version (`v1.ConfigMap`).
+    let version = api_version.rsplit('/').next().unwrap_or(api_version);
+    Some(ApiError::bad_request(format!(
+        "{kind} in version \"{api_version}\" cannot be handled as a Scale: converting ({version}.{kind}) to (autoscaling.Scale): unknown conversion"
+    )))
 }
 
 fn scale_of(rt: &ResourceType, paths: &ScalePaths, obj: &Value) -> Value {
@@ -101,14 +125,16 @@ impl Store {
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
         let p = paths(rt)?;
-        if scale
-            .get("kind")
-            .and_then(Value::as_str)
-            .is_some_and(|k| k != "Scale")
+        if let Some(e) = not_a_scale(scale) {
+            return Err(e);
+        }
+        if let Some(other) = scale["metadata"]["name"]
+            .as_str()
+            .filter(|n| !n.is_empty() && *n != name)
         {
-            return Err(ApiError::bad_request(
-                "the body of a scale request must be an autoscaling/v1 Scale",
-            ));
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({other}) does not match the name on the URL ({name})"
+            )));
         }
         let replicas = scale["spec"]["replicas"].as_i64().ok_or_else(|| {
             ApiError::invalid(
@@ -119,16 +145,12 @@ impl Store {
             )
         })?;
         if replicas < 0 {
-            return Err(ApiError::invalid(
-                "autoscaling",
-                "Scale",
-                name,
-                vec![crate::error::FieldCause::invalid(
-                    "spec.replicas",
-                    &replicas.to_string(),
-                    "must be greater than or equal to 0",
-                )],
-            ));
+            // The value is an int32, quoted by no one: `Invalid value: -1`.
+            let cause = crate::error::FieldCause {
+                message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                ..crate::error::FieldCause::invalid("spec.replicas", "", "")
+            };
+            return Err(ApiError::invalid("autoscaling", "Scale", name, vec![cause]));
         }
         let mut obj = self.get(rt, ns, name)?;
         if let Some(rv) = scale["metadata"]["resourceVersion"]
@@ -165,6 +187,24 @@ impl Store {
     ) -> ApiResult<Value> {
         let current = self.get_scale(rt, ns, name)?;
         let patched = apply_patch(kind, "autoscaling", "Scale", &current, body)?;
+        // A patched Scale that does not decode into the typed struct is refused whole.
+        let replicas = &patched["spec"]["replicas"];
+        if !replicas.is_null() && !replicas.is_i64() {
+            // encoding/json names the JSON type, and a number by its text.
+            let go_type = match replicas {
+                Value::String(_) => "string".to_string(),
+                Value::Number(n) => format!("number {n}"),
+                Value::Bool(_) => "bool".to_string(),
+                Value::Array(_) => "array".to_string(),
+                _ => "object".to_string(),
+            };
+            return Err(ApiError::invalid_patch(
+                &patched.to_string(),
+                &format!(
+                    "json: cannot unmarshal {go_type} into Go struct field ScaleSpec.spec.replicas of type int32"
+                ),
+            ));
+        }
         self.update_scale(rt, ns, name, &patched, opts)
     }
 }
@@ -177,6 +217,8 @@ mod tests {
     fn selectors_are_shown_in_string_form() {
         let s = json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]});
         assert_eq!(selector_string(&s), "app=web,tier in (a,b)");
+        let unsorted = json!({"matchLabels": {"zone": "x"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["web", "api"]}, {"key": "gpu", "operator": "Exists"}]});
+        assert_eq!(selector_string(&unsorted), "gpu,tier in (api,web),zone=x");
         assert_eq!(selector_string(&json!({"app": "rc"})), "app=rc");
         assert_eq!(selector_string(&json!("app=crd")), "app=crd");
     }

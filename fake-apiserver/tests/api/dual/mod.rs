@@ -49,6 +49,7 @@ pub(crate) mod crud;
 mod deletion;
 mod params;
 mod patch_errors;
+mod scale;
 mod semantics;
 mod validation;
 pub(crate) mod watch_list;
