@@ -97,6 +97,12 @@ struct Node {
     list_type: Option<ListType>,
     list_map_keys: Vec<String>,
     default: Option<Value>,
+    /// Value validations: `anyOf`, `oneOf`, `allOf` and `not` (in structural schemas they
+    /// only check values; pruning and defaulting ignore them).
+    any_of: Vec<Node>,
+    one_of: Vec<Node>,
+    all_of: Vec<Node>,
+    not: Option<Box<Node>>,
     rules: Vec<cel::Rule>,
     /// The fields of `self` the rules read, when they read fields only: all CEL is given of it.
     rule_reads: Option<std::collections::BTreeSet<String>>,
@@ -186,7 +192,30 @@ impl Schema {
         let mut errs = Vec::new();
         validate::schema(&self.root, obj, old, "", true, &mut errs);
         validate::lists(&self.root, obj, old, "", &mut errs);
-        cel::validate(&self.root, obj, old, &mut errs);
+        if !self.root.rules_below {
+            return errs;
+        }
+        // Like apiextensions-apiserver, CEL rules are not run on an object whose type, enum,
+        // required or size checks failed (the rules would read fields of the wrong shape); one
+        // cause says so instead.
+        let blocking = errs.iter().any(|e| {
+            use crate::error::CauseReason::*;
+            matches!(
+                e.reason,
+                NotSupported | Required | TooLong | TooMany | TypeInvalid
+            )
+        });
+        if blocking {
+            errs.push(crate::error::FieldCause {
+                reason: crate::error::CauseReason::Invalid,
+                field: "<nil>".into(),
+                message: "Invalid value: null: some validation rules were not checked because \
+                          the object was invalid; correct the existing errors to complete validation"
+                    .into(),
+            });
+        } else {
+            cel::validate(&self.root, obj, old, &mut errs);
+        }
         errs
     }
 }
@@ -293,6 +322,24 @@ fn parse_node_fallible(v: &Value, path: &str, errs: &mut Vec<String>) -> Result<
     }
     if let Some(items) = m.get("items") {
         n.items = Some(Box::new(parse_node(items, &format!("{path}.items"), errs)));
+    }
+    for (key, list) in [
+        ("anyOf", &mut n.any_of),
+        ("oneOf", &mut n.one_of),
+        ("allOf", &mut n.all_of),
+    ] {
+        for (i, branch) in m
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            list.push(parse_node(branch, &format!("{path}.{key}[{i}]"), errs));
+        }
+    }
+    if let Some(not) = m.get("not") {
+        n.not = Some(Box::new(parse_node(not, &format!("{path}.not"), errs)));
     }
     if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
         for (i, r) in rules.iter().enumerate() {

@@ -133,8 +133,11 @@ pub(super) fn schema(
                 ),
             });
         }
+        // kube-openapi checks anyOf/oneOf/allOf/not even on a value of the wrong type.
+        composition(node, v, path, errs);
         return;
     }
+    composition(node, v, path, errs);
     if let Some(en) = &node.enumeration
         && !en.contains(v)
     {
@@ -161,6 +164,74 @@ pub(super) fn schema(
         Value::Array(items) => array(node, items, old, path, errs),
         Value::Object(m) => object(node, m, old, path, root, errs),
         _ => {}
+    }
+}
+
+/// A failed `anyOf`/`oneOf`/`allOf`/`not`: kube-openapi reports it with no field path.
+fn composite(path: &str, what: &str) -> FieldCause {
+    FieldCause {
+        reason: CauseReason::Invalid,
+        field: "<nil>".into(),
+        message: format!("Invalid value: \"\": \"{path}\" {what}"),
+    }
+}
+
+/// The value validations `anyOf`, `oneOf`, `allOf` and `not`, in kube-openapi's order. A failed
+/// `anyOf` or `oneOf` also reports the causes of one failed branch (kube-openapi picks the one
+/// with the most passing checks; the first one here, which is the same for the usual
+/// int-or-string `anyOf: [{type: integer}, {type: string}]`).
+fn composition(node: &Node, v: &Value, path: &str, errs: &mut Vec<FieldCause>) {
+    let run = |branch: &Node| {
+        let mut e = Vec::new();
+        schema(branch, v, None, path, false, &mut e);
+        e
+    };
+    if !node.any_of.is_empty() {
+        let results: Vec<Vec<FieldCause>> = node.any_of.iter().map(run).collect();
+        if !results.iter().any(Vec::is_empty) {
+            errs.push(composite(path, "must validate at least one schema (anyOf)"));
+            errs.extend(results.into_iter().next().unwrap_or_default());
+        }
+    }
+    if !node.one_of.is_empty() {
+        let results: Vec<Vec<FieldCause>> = node.one_of.iter().map(run).collect();
+        match results.iter().filter(|r| r.is_empty()).count() {
+            1 => {}
+            0 => {
+                errs.push(composite(
+                    path,
+                    "must validate one and only one schema (oneOf). Found none valid",
+                ));
+                errs.extend(results.into_iter().next().unwrap_or_default());
+            }
+            n => errs.push(composite(
+                path,
+                &format!(
+                    "must validate one and only one schema (oneOf). Found {n} valid alternatives"
+                ),
+            )),
+        }
+    }
+    if !node.all_of.is_empty() {
+        let mut valid = 0;
+        for branch in &node.all_of {
+            let e = run(branch);
+            valid += usize::from(e.is_empty());
+            errs.extend(e);
+        }
+        if valid == 0 {
+            errs.push(composite(
+                path,
+                "must validate all the schemas (allOf). None validated",
+            ));
+        } else if valid < node.all_of.len() {
+            errs.push(composite(path, "must validate all the schemas (allOf)"));
+        }
+    }
+    if let Some(not) = &node.not
+        && run(not).is_empty()
+    {
+        errs.push(composite(path, "must not validate the schema (not)"));
     }
 }
 

@@ -50,6 +50,7 @@ mod deletion;
 mod params;
 mod patch_errors;
 mod scale;
+mod schema_composition;
 mod semantics;
 mod validation;
 pub(crate) mod watch_list;
