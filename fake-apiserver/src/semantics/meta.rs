@@ -240,10 +240,67 @@ fn remove_at(value: &mut Value, parts: &[String]) {
     }
 }
 
-/// Field problems in an object's metadata (empty = valid).
+/// Whether an apiVersion belongs to a built-in group (no dot, or `*.k8s.io`): their objects
+/// also go through the core validation of finalizer names.
+fn built_in(api_version: &str) -> bool {
+    match api_version.rsplit_once('/') {
+        None => true,
+        Some((group, _)) => !group.contains('.') || group.ends_with(".k8s.io"),
+    }
+}
+
+/// The finalizers every kind knows without a domain.
+const STANDARD_FINALIZERS: &[&str] = &["kubernetes", "orphan", "foregroundDeletion"];
+
+/// A value as Go's `encoding/json` prints an owner reference list, in its struct's field order.
+fn owner_references_json(owners: &[Value]) -> String {
+    let items: Vec<String> = owners
+        .iter()
+        .map(|o| {
+            let mut fields = Vec::new();
+            for key in ["apiVersion", "kind", "name", "uid"] {
+                let v = o[key].as_str().unwrap_or("");
+                fields.push(format!("\"{key}\":{}", Value::from(v)));
+            }
+            for key in ["controller", "blockOwnerDeletion"] {
+                if let Some(b) = o[key].as_bool() {
+                    fields.push(format!("\"{key}\":{b}"));
+                }
+            }
+            format!("{{{}}}", fields.join(","))
+        })
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
+/// Field problems in an object's metadata (empty = valid), in the order kube-apiserver's
+/// ObjectMeta validation finds them.
 pub fn validate_metadata(obj: &Value, rule: NameRule) -> Vec<FieldCause> {
     let mut causes = Vec::new();
     let meta = &obj["metadata"];
+    let check_name = |value: &str, prefix: bool| -> Vec<String> {
+        // A generateName may end in '-': it is checked as if that were a letter.
+        let masked;
+        let value = match value.strip_suffix('-') {
+            Some(rest) if prefix => {
+                masked = format!("{rest}a");
+                masked.as_str()
+            }
+            _ => value,
+        };
+        match rule {
+            NameRule::Subdomain => names::is_dns1123_subdomain(value),
+            NameRule::Label => names::is_dns1123_label(value),
+            NameRule::PathSegment => names::is_path_segment_name(value),
+        }
+    };
+    if let Some(prefix) = meta["generateName"].as_str().filter(|g| !g.is_empty()) {
+        causes.extend(
+            check_name(prefix, true)
+                .iter()
+                .map(|p| FieldCause::invalid("metadata.generateName", prefix, p)),
+        );
+    }
     let name = meta["name"].as_str().unwrap_or("");
     if name.is_empty() {
         causes.push(FieldCause::required(
@@ -251,13 +308,8 @@ pub fn validate_metadata(obj: &Value, rule: NameRule) -> Vec<FieldCause> {
             "name or generateName is required",
         ));
     } else {
-        let problems = match rule {
-            NameRule::Subdomain => names::is_dns1123_subdomain(name),
-            NameRule::Label => names::is_dns1123_label(name),
-            NameRule::PathSegment => names::is_path_segment_name(name),
-        };
         causes.extend(
-            problems
+            check_name(name, false)
                 .iter()
                 .map(|p| FieldCause::invalid("metadata.name", name, p)),
         );
@@ -271,10 +323,10 @@ pub fn validate_metadata(obj: &Value, rule: NameRule) -> Vec<FieldCause> {
                 Some(s) => causes.extend(
                     names::is_valid_label_value(s)
                         .iter()
-                        .map(|p| FieldCause::invalid(format!("metadata.labels[{k}]"), s, p)),
+                        .map(|p| FieldCause::invalid("metadata.labels", s, p)),
                 ),
                 None => causes.push(FieldCause::invalid(
-                    format!("metadata.labels[{k}]"),
+                    "metadata.labels",
                     &v.to_string(),
                     "must be a string",
                 )),
@@ -299,40 +351,82 @@ pub fn validate_metadata(obj: &Value, rule: NameRule) -> Vec<FieldCause> {
             });
         }
     }
-    if let Some(finalizers) = meta["finalizers"].as_array() {
-        for (i, f) in finalizers.iter().enumerate() {
-            let f = f.as_str().unwrap_or("");
-            for p in names::is_qualified_name(f) {
-                causes.push(FieldCause::invalid(
-                    format!("metadata.finalizers[{i}]"),
-                    f,
-                    &p,
-                ));
-            }
-        }
-    }
     if let Some(owners) = meta["ownerReferences"].as_array() {
         for (i, o) in owners.iter().enumerate() {
-            for field in ["apiVersion", "kind", "name", "uid"] {
-                if o[field].as_str().unwrap_or("").is_empty() {
-                    causes.push(FieldCause::invalid(
+            let version = o["apiVersion"]
+                .as_str()
+                .map(|v| v.rsplit('/').next().unwrap_or(v))
+                .unwrap_or("");
+            let fields = [
+                ("apiVersion", version),
+                ("kind", o["kind"].as_str().unwrap_or("")),
+                ("name", o["name"].as_str().unwrap_or("")),
+                ("uid", o["uid"].as_str().unwrap_or("")),
+            ];
+            for (field, value) in fields {
+                if value.is_empty() {
+                    causes.push(FieldCause::required(
                         format!("metadata.ownerReferences[{i}].{field}"),
-                        "",
-                        &format!("{field} must not be empty"),
+                        "must not be empty",
                     ));
                 }
             }
         }
-        let controllers = owners
+        // One cause for each controller after the first, naming both.
+        let mut first_controller: Option<String> = None;
+        for o in owners
             .iter()
             .filter(|o| o["controller"] == Value::Bool(true))
-            .count();
-        if controllers > 1 {
-            causes.push(FieldCause::invalid(
-                "metadata.ownerReferences",
-                "",
-                "Only one reference can have Controller set to true",
-            ));
+        {
+            let this = format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap_or(""),
+                o["name"].as_str().unwrap_or("")
+            );
+            match &first_controller {
+                None => first_controller = Some(this),
+                Some(first) => causes.push(FieldCause {
+                    reason: crate::error::CauseReason::Invalid,
+                    field: "metadata.ownerReferences".into(),
+                    message: format!(
+                        "Invalid value: {}: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}",
+                        owner_references_json(owners)
+                    ),
+                }),
+            }
+        }
+    }
+    if let Some(finalizers) = meta["finalizers"].as_array() {
+        let names: Vec<&str> = finalizers
+            .iter()
+            .map(|f| f.as_str().unwrap_or(""))
+            .collect();
+        for f in &names {
+            for p in names::is_qualified_name(f) {
+                causes.push(FieldCause::invalid("metadata.finalizers", f, &p));
+            }
+        }
+        if names.contains(&"orphan") && names.contains(&"foregroundDeletion") {
+            causes.push(FieldCause {
+                reason: crate::error::CauseReason::Invalid,
+                field: "metadata.finalizers".into(),
+                message: format!(
+                    "Invalid value: {}: finalizer orphan and foregroundDeletion cannot be both set",
+                    Value::from(names.clone())
+                ),
+            });
+        }
+        // Built-in kinds also refuse a finalizer without a domain that is not a standard one.
+        if built_in(obj["apiVersion"].as_str().unwrap_or("")) {
+            for (i, f) in names.iter().enumerate() {
+                if !f.contains('/') && !STANDARD_FINALIZERS.contains(f) {
+                    causes.push(FieldCause::invalid(
+                        format!("metadata.finalizers[{i}]"),
+                        f,
+                        "name is neither a standard finalizer name nor is it fully qualified",
+                    ));
+                }
+            }
         }
     }
     causes
@@ -433,7 +527,7 @@ mod tests {
             .collect();
         assert_eq!(
             fields,
-            vec!["metadata.labels[a]", "metadata.ownerReferences[0].uid"]
+            vec!["metadata.labels", "metadata.ownerReferences[0].uid"]
         );
     }
 }

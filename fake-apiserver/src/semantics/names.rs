@@ -138,6 +138,24 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
     errs
 }
 
+/// Names of Services (DNS-1035 labels): like a DNS label, but starting with a letter.
+#[must_use]
+pub fn is_dns1035_label(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > DNS1123_LABEL_MAX_LEN {
+        errs.push(max_len_error(DNS1123_LABEL_MAX_LEN, LenUnit::Characters));
+    }
+    let starts_with_letter = value.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
+    if !(starts_with_letter && matches_dns1123_label(value)) {
+        errs.push(regex_error(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+            "[a-z]([-a-z0-9]*[a-z0-9])?",
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
 /// Names of kinds with loose naming, which only need to survive as one URL
 /// path segment. Like upstream, empty and long names are not rejected here.
 #[must_use]
@@ -399,5 +417,20 @@ mod tests {
         );
         assert_eq!(name.len(), 63);
         assert!(is_dns1123_label(&name).is_empty());
+    }
+
+    #[test]
+    fn service_names_are_dns1035_labels() {
+        assert!(is_dns1035_label("my-svc").is_empty());
+        assert_eq!(
+            is_dns1035_label("1abc"),
+            vec![
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+            ]
+        );
+        assert_eq!(
+            is_dns1035_label(&"a".repeat(64)),
+            vec!["must be no more than 63 characters"]
+        );
     }
 }

@@ -47,6 +47,7 @@ mod bytes;
 mod crd;
 pub(crate) mod crud;
 mod deletion;
+mod meta_validation;
 mod params;
 mod patch_errors;
 mod scale;
