@@ -302,12 +302,12 @@ pub fn load(dir: &Path) -> Result<Vec<Sequence>, CorpusError> {
     let mut all: Vec<Sequence> = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).map_err(|e| read_err(&file, e))?;
-        let mut sequences: Vec<Sequence> =
+        let sequences: Vec<Sequence> =
             serde_yaml::from_str(&text).map_err(|source| CorpusError::Parse {
                 path: file.clone(),
                 source,
             })?;
-        for s in &mut sequences {
+        for mut s in sequences {
             s.file = file.clone();
             s.check()?;
             if let Some(first) = all.iter().find(|o| o.namespace() == s.namespace()) {
@@ -320,8 +320,8 @@ pub fn load(dir: &Path) -> Result<Vec<Sequence>, CorpusError> {
                     ),
                 });
             }
+            all.push(s);
         }
-        all.extend(sequences);
     }
     Ok(all)
 }

@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
 use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use regex::Regex;
 
 use crate::ordered::Json;
@@ -126,15 +126,22 @@ impl State {
         }
     }
 
-    /// A continue token is base64 of `{"v":"meta.k8s.io/v1","rv":N,"start":"..."}`.
+    /// A continue token is base64 of `{"v":"meta.k8s.io/v1","rv":N,"start":"..."}`; upstream
+    /// writes it URL-safe and unpadded. The encoding is shown, since clients only echo it back.
     fn continue_token(&self, token: &str) -> String {
-        let decoded = STANDARD
-            .decode(token)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        let (encoding, decoded) = [
+            ("url-safe unpadded base64", &URL_SAFE_NO_PAD),
+            ("url-safe padded base64", &URL_SAFE),
+            ("standard unpadded base64", &STANDARD_NO_PAD),
+            ("standard padded base64", &STANDARD),
+        ]
+        .into_iter()
+        .find_map(|(name, engine)| engine.decode(token).ok().map(|b| (name, b)))
+        .map_or(("?", None), |(name, b)| (name, Some(b)));
+        let decoded = decoded.and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
         match decoded {
             Some(v) => format!(
-                "continue(v={}, rv={}, start={})",
+                "continue({encoding}: v={}, rv={}, start={})",
                 v["v"].as_str().unwrap_or("?"),
                 v["rv"].as_u64().map_or("?".to_string(), |rv| self.rank(rv)),
                 v["start"].as_str().unwrap_or("?"),
@@ -282,7 +289,7 @@ mod tests {
 
     #[test]
     fn continue_tokens_are_decoded_and_their_version_mapped() {
-        let token = STANDARD.encode(r#"{"v":"meta.k8s.io/v1","rv":9,"start":"b\u0000"}"#);
+        let token = URL_SAFE_NO_PAD.encode(r#"{"v":"meta.k8s.io/v1","rv":9,"start":"b\u0000"}"#);
         let mut a = vec![
             answer(r#"{"metadata":{"name":"a","resourceVersion":"9"}}"#),
             answer(&format!(
@@ -291,7 +298,9 @@ mod tests {
         ];
         sequence(&mut a);
         assert!(
-            doc(&a[1]).contains("continue(v=meta.k8s.io/v1, rv=rv-1, start=b\\u0000)"),
+            doc(&a[1]).contains(
+                "continue(url-safe unpadded base64: v=meta.k8s.io/v1, rv=rv-1, start=b\\u0000)"
+            ),
             "{}",
             doc(&a[1])
         );
