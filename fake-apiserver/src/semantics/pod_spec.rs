@@ -1,10 +1,11 @@
-//! Validation of the pod specs inside built-in kinds that real clients trip over. Today: extended
-//! resources (`nvidia.com/gpu`, ...) cannot be overcommitted, so a container that requests one
-//! must set a limit, and the same amount (kube-apiserver's core validation).
+//! Validation of the pod specs inside built-in kinds that real clients trip over: a spec needs
+//! containers, each with a unique DNS-label name and an image, and extended resources
+//! (`nvidia.com/gpu`, ...) cannot be overcommitted, so a container that requests one must set a
+//! limit, and the same amount (kube-apiserver's core validation).
 
 use serde_json::Value;
 
-use crate::error::FieldCause;
+use crate::error::{CauseReason, FieldCause};
 
 /// Where the pod spec sits in each kind that carries one.
 fn pod_spec_path(group: &str, kind: &str) -> Option<&'static [&'static str]> {
@@ -40,37 +41,69 @@ pub fn validate(group: &str, kind: &str, obj: &Value) -> Vec<FieldCause> {
     }
     let base = path.join(".");
     let mut causes = Vec::new();
-    for list in ["initContainers", "containers"] {
-        let Some(containers) = spec.get(list).and_then(Value::as_array) else {
-            continue;
-        };
-        for (i, c) in containers.iter().enumerate() {
-            let at = format!("{base}.{list}[{i}].resources");
-            let requests = c["resources"]["requests"].as_object();
-            let limits = c["resources"]["limits"].as_object();
-            for (name, request) in requests.into_iter().flatten() {
-                if overcommit_allowed(name) {
-                    continue;
-                }
-                match limits.and_then(|l| l.get(name)) {
-                    None => causes.push(FieldCause::required(
-                        format!("{at}.limits"),
-                        "Limit must be set for non overcommitable resources",
-                    )),
-                    Some(limit) if !same_quantity(request, limit) => {
-                        let request = request.as_str().unwrap_or_default();
-                        causes.push(FieldCause::invalid(
-                            format!("{at}.requests"),
-                            request,
-                            &format!(
-                                "must be equal to {name} limit of {}",
-                                limit.as_str().unwrap_or_default()
-                            ),
-                        ))
-                    }
-                    Some(_) => {}
-                }
+    // Containers before init containers, one set of names for both, as upstream walks them.
+    let mut names: Vec<&str> = Vec::new();
+    for list in ["containers", "initContainers"] {
+        let containers = spec.get(list).and_then(Value::as_array);
+        if list == "containers" && containers.is_none_or(Vec::is_empty) {
+            causes.push(FieldCause::required(format!("{base}.containers"), ""));
+        }
+        for (i, c) in containers.into_iter().flatten().enumerate() {
+            let at = format!("{base}.{list}[{i}]");
+            let name = c["name"].as_str().unwrap_or("");
+            if name.is_empty() {
+                causes.push(FieldCause::required(format!("{at}.name"), ""));
+            } else {
+                causes.extend(
+                    super::names::is_dns1123_label(name)
+                        .iter()
+                        .map(|p| FieldCause::invalid(format!("{at}.name"), name, p)),
+                );
             }
+            if names.contains(&name) {
+                causes.push(FieldCause {
+                    reason: CauseReason::Duplicate,
+                    field: format!("{at}.name"),
+                    message: format!("Duplicate value: {}", Value::from(name)),
+                });
+            } else {
+                names.push(name);
+            }
+            if c["image"].as_str().unwrap_or("").is_empty() {
+                causes.push(FieldCause::required(format!("{at}.image"), ""));
+            }
+            causes.extend(resource_causes(c, &format!("{at}.resources")));
+        }
+    }
+    causes
+}
+
+/// Extended resources cannot be overcommitted: a request needs an equal limit.
+fn resource_causes(c: &Value, at: &str) -> Vec<FieldCause> {
+    let mut causes = Vec::new();
+    let requests = c["resources"]["requests"].as_object();
+    let limits = c["resources"]["limits"].as_object();
+    for (name, request) in requests.into_iter().flatten() {
+        if overcommit_allowed(name) {
+            continue;
+        }
+        match limits.and_then(|l| l.get(name)) {
+            None => causes.push(FieldCause::required(
+                format!("{at}.limits"),
+                "Limit must be set for non overcommitable resources",
+            )),
+            Some(limit) if !same_quantity(request, limit) => {
+                let request = request.as_str().unwrap_or_default();
+                causes.push(FieldCause::invalid(
+                    format!("{at}.requests"),
+                    request,
+                    &format!(
+                        "must be equal to {name} limit of {}",
+                        limit.as_str().unwrap_or_default()
+                    ),
+                ))
+            }
+            Some(_) => {}
         }
     }
     causes
@@ -121,7 +154,7 @@ mod tests {
     use super::*;
 
     fn template(resources: Value) -> Value {
-        json!({"template": {"spec": {"containers": [{"name": "c", "resources": resources}]}}})
+        json!({"template": {"spec": {"containers": [{"name": "c", "image": "i", "resources": resources}]}}})
     }
 
     #[rstest]
@@ -151,9 +184,10 @@ mod tests {
 
     #[test]
     fn a_job_template_is_checked_at_its_own_path() {
-        let job = json!({"spec": {"template": {"spec": {"initContainers": [
-            {"name": "i", "resources": {"requests": {"nvidia.com/gpu": "1"}}}
-        ]}}}});
+        let job = json!({"spec": {"template": {"spec": {
+            "containers": [{"name": "c", "image": "i"}],
+            "initContainers": [{"name": "i", "image": "i", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]
+        }}}});
         let causes = validate("batch", "Job", &job);
         assert_eq!(causes.len(), 1);
         assert_eq!(
@@ -161,5 +195,35 @@ mod tests {
             "spec.template.spec.initContainers[0].resources.limits"
         );
         assert!(validate("", "ConfigMap", &job).is_empty());
+    }
+
+    #[test]
+    fn containers_need_unique_names_and_images() {
+        let pod = |spec: Value| json!({"spec": spec});
+        let causes = |spec: Value| -> Vec<String> {
+            validate("", "Pod", &pod(spec))
+                .into_iter()
+                .map(|c| format!("{} {}: {}", c.reason.as_str(), c.field, c.message))
+                .collect()
+        };
+        assert_eq!(
+            causes(json!({"containers": []})),
+            ["FieldValueRequired spec.containers: Required value"]
+        );
+        assert_eq!(
+            causes(
+                json!({"containers": [{"name": "c", "image": "a"}, {"name": "c", "image": ""}],
+                "initContainers": [{"name": "c", "image": "b"}]})
+            ),
+            [
+                "FieldValueDuplicate spec.containers[1].name: Duplicate value: \"c\"",
+                "FieldValueRequired spec.containers[1].image: Required value",
+                "FieldValueDuplicate spec.initContainers[0].name: Duplicate value: \"c\"",
+            ]
+        );
+        assert_eq!(
+            causes(json!({"containers": [{"image": "a"}]})),
+            ["FieldValueRequired spec.containers[0].name: Required value"]
+        );
     }
 }
