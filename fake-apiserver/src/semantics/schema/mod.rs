@@ -135,6 +135,15 @@ impl Schema {
     /// [`Schema::parse`], each problem on its own.
     pub fn parse_all(open_api_v3_schema: &Value) -> Result<Schema, Vec<String>> {
         let mut errs = Vec::new();
+        // A structural schema is an object at the root.
+        match open_api_v3_schema.get("type").and_then(Value::as_str) {
+            None | Some("") => errs
+                .push("openAPIV3Schema.type: Required value: must not be empty at the root".into()),
+            Some("object") => {}
+            Some(t) => errs.push(format!(
+                "openAPIV3Schema.type: Invalid value: {t:?}: must be object at the root"
+            )),
+        }
         let mut root = parse_node(open_api_v3_schema, "openAPIV3Schema", &mut errs);
         if !errs.is_empty() {
             return Err(errs);
@@ -305,7 +314,26 @@ fn parse_node_fallible(v: &Value, path: &str, errs: &mut Vec<String>) -> Result<
     }
     if let Some(props) = m.get("properties").and_then(Value::as_object) {
         for (k, pv) in props {
-            let sub = parse_node(pv, &format!("{path}.properties[{k}]"), errs);
+            let sub_path = format!("{path}.properties[{k}]");
+            // Every field of a structural schema has a type, except the ones that say they
+            // hold anything (unknown fields kept, int-or-string, embedded resources).
+            let untyped = pv
+                .get("type")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty);
+            let exempt = [
+                "x-kubernetes-preserve-unknown-fields",
+                "x-kubernetes-int-or-string",
+                "x-kubernetes-embedded-resource",
+            ]
+            .iter()
+            .any(|x| pv.get(*x) == Some(&Value::Bool(true)));
+            if untyped && !exempt {
+                errs.push(format!(
+                    "{sub_path}.type: Required value: must not be empty for specified object fields"
+                ));
+            }
+            let sub = parse_node(pv, &sub_path, errs);
             n.properties.insert(k.clone(), sub);
         }
     }
@@ -322,6 +350,8 @@ fn parse_node_fallible(v: &Value, path: &str, errs: &mut Vec<String>) -> Result<
     }
     if let Some(items) = m.get("items") {
         n.items = Some(Box::new(parse_node(items, &format!("{path}.items"), errs)));
+    } else if n.ty == Some(Ty::Array) {
+        errs.push(format!("{path}.items: Required value: must be specified"));
     }
     for (key, list) in [
         ("anyOf", &mut n.any_of),

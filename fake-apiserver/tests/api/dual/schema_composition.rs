@@ -1,7 +1,8 @@
 //! Structural-schema validation details found by the fidelity corpus (fidelity/corpus/crd.yaml,
 //! kueue.yaml): the value validations `anyOf`, `oneOf`, `allOf` and `not` (controller-gen's
 //! int-or-string `anyOf` included), and the cause kube-apiserver adds instead of running CEL
-//! rules on an object that already failed its type, enum, required or size checks.
+//! rules on an object that already failed its type, enum, required or size checks; and CRDs
+//! whose schema is not structural (no type at the root or on a field, an array without items).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
@@ -11,6 +12,7 @@ use super::{Env, Raw, dual};
 dual!(
     value_validations_report_like_kube_openapi,
     cel_rules_are_not_run_on_an_object_of_the_wrong_shape,
+    a_schema_that_is_not_structural_is_refused,
 );
 
 /// Register a namespaced kind `Probe` whose `spec` has this schema; the collection's path.
@@ -193,4 +195,68 @@ async fn cel_rules_are_not_run_on_an_object_of_the_wrong_shape(env: Env) {
             "FieldValueInvalid|spec|Invalid value: big needs b"
         ]
     );
+}
+
+async fn a_schema_that_is_not_structural_is_refused(env: Env) {
+    let group = format!("{}.example.com", env.ns);
+    let cases = [
+        (
+            json!({"properties": {"spec": {"type": "object"}}}),
+            vec![
+                "FieldValueRequired|spec.validation.openAPIV3Schema.type|Required value: must not be empty at the root",
+            ],
+        ),
+        (
+            json!({"type": "string"}),
+            vec![
+                "FieldValueInvalid|spec.validation.openAPIV3Schema.type|Invalid value: \"string\": must be object at the root",
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {
+                "spec": {"properties": {"a": {"type": "string"}}},
+                "other": {"description": "x"},
+                "free": {"x-kubernetes-preserve-unknown-fields": true},
+                "port": {"x-kubernetes-int-or-string": true},
+            }}),
+            vec![
+                "FieldValueRequired|spec.validation.openAPIV3Schema.properties[other].type|Required value: must not be empty for specified object fields",
+                "FieldValueRequired|spec.validation.openAPIV3Schema.properties[spec].type|Required value: must not be empty for specified object fields",
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"spec": {"type": "array"}}}),
+            vec![
+                "FieldValueRequired|spec.validation.openAPIV3Schema.properties[spec].items|Required value: must be specified",
+            ],
+        ),
+    ];
+    let mut differences = Vec::new();
+    for (schema, want) in cases {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("cats.{group}")},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": "cats", "kind": "Cat"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                              "schema": {"openAPIV3Schema": schema.clone()}}],
+            },
+        });
+        let raw = env
+            .raw(
+                "POST",
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All",
+                "application/json",
+                crd.to_string(),
+            )
+            .await;
+        let got = causes(&raw);
+        if raw.code != 422 || got != want {
+            differences.push(format!("{schema}: {} {got:#?}, want {want:#?}", raw.code));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
