@@ -84,6 +84,15 @@ fn bad_patch_type(value: &Value, map: &Map<String, Value>) -> StrategicError {
     ))
 }
 
+/// Upstream's one answer to any malformed `$retainKeys` (not a list of strings, or a patched key
+/// missing from it).
+fn bad_retain_keys() -> StrategicError {
+    StrategicError {
+        code: 400,
+        message: "invalid patch format of retainKeys".into(),
+    }
+}
+
 fn missing_merge_key(map: &Map<String, Value>, key: &str) -> StrategicError {
     unclassified(format!(
         "map: {} does not contain declared merge key: {key}",
@@ -213,7 +222,8 @@ pub fn strategic_merge(
     let merger = Merger { group, kind };
     match merger.merge_map(&mut Vec::new(), original, patch)? {
         Some(map) => Ok(Value::Object(map)),
-        None => Err(invalid("$patch: delete cannot delete the whole object")),
+        // Deleting everything leaves an object without a name, which the update then refuses.
+        None => Ok(Value::Object(Map::new())),
     }
 }
 
@@ -283,32 +293,17 @@ impl Merger<'_> {
             None => None,
             Some(Value::Array(keys)) => Some(
                 keys.iter()
-                    .map(|k| {
-                        k.as_str().map(str::to_owned).ok_or_else(|| {
-                            invalid(format!(
-                                "$retainKeys in {} must be a list of strings",
-                                location(path)
-                            ))
-                        })
-                    })
+                    .map(|k| k.as_str().map(str::to_owned).ok_or_else(bad_retain_keys))
                     .collect::<Result<Vec<_>, _>>()?,
             ),
-            Some(_) => {
-                return Err(invalid(format!(
-                    "$retainKeys in {} must be a list of strings",
-                    location(path)
-                )));
-            }
+            Some(_) => return Err(bad_retain_keys()),
         };
 
         let mut result = original.cloned().unwrap_or_default();
         if let Some(retain) = &retain {
             for (key, value) in patch {
                 if !key.starts_with('$') && !value.is_null() && !retain.contains(key) {
-                    return Err(invalid(format!(
-                        "{key:?} in {} is not present in the $retainKeys list",
-                        location(path)
-                    )));
+                    return Err(bad_retain_keys());
                 }
             }
             result.retain(|k, _| retain.contains(k));
@@ -990,22 +985,17 @@ mod tests {
     #[case::retain_keys_missing_patch_key(
         "", "Pod",
         json!({"spec": {"$retainKeys": ["a"], "b": 1}}),
-        r#"invalid patch: "b" in spec is not present in the $retainKeys list"#
+        "invalid patch format of retainKeys"
     )]
     #[case::order_missing_patch_element(
         "", "Pod",
         json!({"spec": {"$setElementOrder/containers": [{"name": "a"}], "containers": [{"name": "b"}]}}),
         r#"invalid patch: element {"name":"b"} of containers is missing from $setElementOrder/containers"#
     )]
-    #[case::delete_everything(
-        "", "Pod",
-        json!({"$patch": "delete"}),
-        "invalid patch: $patch: delete cannot delete the whole object"
-    )]
     #[case::retain_keys_not_list(
         "", "Pod",
         json!({"spec": {"$retainKeys": "x"}}),
-        "invalid patch: $retainKeys in spec must be a list of strings"
+        "invalid patch format of retainKeys"
     )]
     #[case::delete_from_non_list(
         "", "Pod",
@@ -1032,7 +1022,16 @@ mod tests {
         let err = strategic_merge(group, kind, &original, &patch).expect_err("refused");
         assert_eq!(err.message, message);
         // Upstream answers its strategic merge code's own errors as 500s.
-        let unclassified = !message.starts_with("invalid patch: ");
+        let unclassified = !message.starts_with("invalid patch");
         assert_eq!(err.code == 500, unclassified, "{message}");
+    }
+
+    #[test]
+    fn deleting_the_whole_object_leaves_nothing() {
+        let original = json!({"metadata": {"name": "p"}});
+        assert_eq!(
+            strategic_merge("", "Pod", &original, &json!({"$patch": "delete"})),
+            Ok(json!({}))
+        );
     }
 }

@@ -160,6 +160,23 @@ async fn strategic_merge_directive_errors_are_bare_500s(env: Env) {
             "unknown patch type: frob in map: map[$patch:frob]",
         ),
     ];
+    for body in [
+        r#"{"template":{"spec":{"$retainKeys":["containers"],"hostname":"h"}}}"#,
+        r#"{"template":{"spec":{"containers":[{"name":"a","$retainKeys":[1]}]}}}"#,
+    ] {
+        let raw = patch(&env, &t, "application/strategic-merge-patch+json", body).await;
+        assert_status(&raw, 400, "BadRequest");
+        assert_eq!(raw.body["message"], "invalid patch format of retainKeys");
+    }
+    // Deleting the whole object leaves one without a name, which the update refuses.
+    let raw = patch(
+        &env,
+        &t,
+        "application/strategic-merge-patch+json",
+        r#"{"$patch":"delete"}"#,
+    )
+    .await;
+    assert_status(&raw, 400, "BadRequest");
     for (body, message) in cases {
         let raw = patch(&env, &t, "application/strategic-merge-patch+json", body).await;
         assert_eq!(raw.code, 500, "{}", raw.text);
