@@ -1,17 +1,20 @@
 //! Watch streams: newline-delimited JSON events over a chunked response, fed by the store's change
 //! channel, filtered by namespace and selectors, with bookmarks and timeouts on the server's clock.
+//! The response body pulls events straight from the store's channel (see [`Watch`]).
 
+use std::collections::VecDeque;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use http::{Response, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 
 use super::{Query, ResponseBody, Shared};
 use crate::catalog::ResourceType;
@@ -20,8 +23,6 @@ use crate::store::{Change, ChangeType, ListOptions, Store, WatchStart, render};
 
 /// How often a watch that asked for bookmarks gets one.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
-/// How often a watch checks that its client is still there.
-const LIVENESS_CHECK: Duration = Duration::from_secs(5);
 /// How long before its timeout a watch gets its last bookmark.
 const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
 /// The longest watch timeout honoured (a year): keeps deadlines far from overflowing.
@@ -90,23 +91,19 @@ pub fn serve_watch(
         timeout,
         view,
     };
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    // The store's lock is released before the stream is made.
     let init = shared.store().watch(&rt, start);
-    match init {
+    let body: BoxStream<'static, Bytes> = match init {
         // Only a too-old resourceVersion is reported inside the stream; other errors are answers.
         Err(e) if e.code != 410 => return Err(e),
-        Ok(init) => {
-            tokio::spawn(run(shared, rt, params, init, tx));
-        }
+        Ok(init) => events(Watch::new(shared.clone(), rt, params, init)),
+        // The real server answers 200 and reports a too-old resourceVersion inside the stream.
         Err(e) => {
-            // The real server answers 200 and reports a too-old resourceVersion inside the stream.
-            let line = event_line("ERROR", &e.to_status());
-            tokio::spawn(async move {
-                let _ = tx.send(line).await;
-            });
+            futures::stream::once(futures::future::ready(event_line("ERROR", &e.to_status())))
+                .boxed()
         }
-    }
-    let stream = ReceiverStream::new(rx).map(|b| Ok::<_, std::convert::Infallible>(Frame::data(b)));
+    };
+    let stream = body.map(|b| Ok::<_, std::convert::Infallible>(Frame::data(b)));
     let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -152,124 +149,115 @@ fn classify(rt: &ResourceType, p: &Params, change: &Change) -> Option<&'static s
     }
 }
 
-/// The client went away.
-struct Closed;
-
-/// One watch's output side: its selection and where its lines go.
+/// One watch's selection, and how it turns changes into lines.
 struct Sink {
     clock: crate::clock::Clock,
     rt: Arc<ResourceType>,
     p: Params,
-    tx: mpsc::Sender<Bytes>,
     last_rv: u64,
 }
 
 impl Sink {
-    async fn send(&self, kind: &str, object: &Value) -> Result<(), Closed> {
-        self.tx
-            .send(event_line(kind, object))
-            .await
-            .map_err(|_| Closed)
-    }
-
-    /// Send an object as the watch's view (Table, metadata only) asks.
-    async fn send_viewed(&self, kind: &str, obj: Value) -> Result<(), Closed> {
+    /// An object as the watch's view (Table, metadata only) asks.
+    fn viewed_line(&self, kind: &str, obj: Value) -> Bytes {
         let rv = obj["metadata"]["resourceVersion"]
             .as_str()
             .unwrap_or("")
             .to_string();
-        let viewed = self.p.view.single(&self.rt, obj, &rv, self.now());
-        self.send(kind, &viewed).await
+        let viewed = self.p.view.single(&self.rt, obj, &rv, self.clock.now());
+        event_line(kind, &viewed)
     }
 
-    fn now(&self) -> jiff::Timestamp {
-        self.clock.now()
-    }
-
-    /// Send a change if this watch's selection makes it an event.
-    async fn deliver(&mut self, change: &Change) -> Result<(), Closed> {
+    /// The line for a change, if this watch's selection makes it an event.
+    fn line(&mut self, change: &Change) -> Option<Bytes> {
         self.last_rv = self.last_rv.max(change.rv);
-        let Some(kind) = classify(&self.rt, &self.p, change) else {
-            return Ok(());
-        };
+        let kind = classify(&self.rt, &self.p, change)?;
         let leaving = kind == "DELETED" && change.kind == ChangeType::Modified;
-        match (&change.old, leaving) {
+        Some(match (&change.old, leaving) {
             // An object leaving the selection is reported with the content it last matched with,
             // stamped with the change's resourceVersion, as the real watch cache does.
             (Some(old), true) => {
                 let mut last = render(&self.rt, old);
                 last["metadata"]["resourceVersion"] = json!(change.rv.to_string());
-                self.send_viewed(kind, last).await
+                self.viewed_line(kind, last)
             }
             _ if self.p.view != super::View::Full => {
-                self.send_viewed(kind, render(&self.rt, &change.object))
-                    .await
+                self.viewed_line(kind, render(&self.rt, &change.object))
             }
-            _ => {
-                let line = event_line_json(kind, &change.json_for(&self.rt));
-                self.tx.send(line).await.map_err(|_| Closed)
-            }
-        }
+            // Every full-view watcher of this kind shares the change's one serialisation.
+            _ => event_line_json(kind, &change.json_for(&self.rt)),
+        })
     }
 
-    async fn bookmark(&self, rv: u64, initial_events_end: bool) -> Result<(), Closed> {
-        self.send(
+    fn bookmark(&self, rv: u64, initial_events_end: bool) -> Bytes {
+        event_line(
             "BOOKMARK",
             &crate::store::watch_bookmark(&self.rt, rv, initial_events_end),
         )
-        .await
     }
 }
 
-async fn run(
+/// The server's clock sleeps on tokio's time (paused and advanced in tests), as `Clock` does.
+type Timer = Pin<Box<tokio::time::Sleep>>;
+
+/// The watch's deadline and its next bookmark, set once the initial events have been taken.
+struct Timers {
+    deadline: tokio::time::Instant,
+    timeout: Timer,
+    next_bookmark: Timer,
+}
+
+/// A watch as its response body pulls it. It runs in the connection's task, when the connection
+/// can take more: no task of its own and no channel between it and the socket, so a change costs
+/// one wakeup per watcher. A client that goes away drops the body and with it the store's
+/// receiver; one that stops reading leaves its receiver to fill, and the store then drops it.
+struct Watch {
     shared: Arc<Shared>,
-    rt: Arc<ResourceType>,
-    p: Params,
-    init: crate::store::WatchInit,
-    tx: mpsc::Sender<Bytes>,
-) {
-    let crate::store::WatchInit {
-        initial,
-        replay,
-        mut rx,
-        resource_version,
-    } = init;
-    let mut sink = Sink {
-        clock: shared.clock.clone(),
-        rt,
-        p,
-        tx,
-        last_rv: resource_version,
-    };
-    let _ = stream(
-        &shared,
-        &mut sink,
-        initial,
-        replay,
-        &mut rx,
-        resource_version,
-    )
-    .await;
+    sink: Sink,
+    /// The initial state, then the history to replay.
+    backlog: std::iter::Chain<std::vec::IntoIter<Arc<Change>>, std::vec::IntoIter<Arc<Change>>>,
+    rx: mpsc::Receiver<Arc<Change>>,
+    resource_version: u64,
+    timers: Option<Timers>,
+    /// Lines already made (a bookmark's catch-up), sent before anything else.
+    pending: VecDeque<Bytes>,
+    /// The stream ends once `pending` is sent.
+    ending: bool,
 }
 
-async fn stream(
-    shared: &Shared,
-    sink: &mut Sink,
-    initial: Vec<Arc<Change>>,
-    replay: Vec<Arc<Change>>,
-    rx: &mut mpsc::Receiver<Arc<Change>>,
-    resource_version: u64,
-) -> Result<(), Closed> {
-    for change in initial.iter().chain(replay.iter()) {
-        sink.deliver(change).await?;
+impl Watch {
+    fn new(
+        shared: Arc<Shared>,
+        rt: Arc<ResourceType>,
+        p: Params,
+        init: crate::store::WatchInit,
+    ) -> Self {
+        let crate::store::WatchInit {
+            initial,
+            replay,
+            rx,
+            resource_version,
+        } = init;
+        Watch {
+            sink: Sink {
+                clock: shared.clock.clone(),
+                rt,
+                p,
+                last_rv: resource_version,
+            },
+            shared,
+            backlog: initial.into_iter().chain(replay),
+            rx,
+            resource_version,
+            timers: None,
+            pending: VecDeque::new(),
+            ending: false,
+        }
     }
-    if sink.p.initial_events {
-        sink.bookmark(resource_version, true).await?;
-    }
-    let clock = shared.clock.clone();
-    let deadline = tokio::time::Instant::now() + sink.p.timeout;
-    // Like the real watch cache: a bookmark every minute, and one just before the timeout.
-    let next_bookmark_at = |now: tokio::time::Instant| {
+
+    /// Like the real watch cache: a bookmark every minute, and one just before the timeout.
+    fn next_bookmark_at(deadline: tokio::time::Instant) -> tokio::time::Instant {
+        let now = tokio::time::Instant::now();
         let every = now + BOOKMARK_EVERY;
         let pre_timeout = deadline
             .checked_sub(PRE_TIMEOUT_BOOKMARK)
@@ -279,46 +267,81 @@ async fn stream(
         } else {
             every
         }
-    };
-    let timeout = clock.sleep_until(deadline);
-    tokio::pin!(timeout);
-    let mut next_bookmark =
-        Box::pin(clock.sleep_until(next_bookmark_at(tokio::time::Instant::now())));
-    let bookmarks = sink.p.bookmarks;
-    let mut liveness = Box::pin(clock.sleep(LIVENESS_CHECK));
-    loop {
-        tokio::select! {
-            biased;
-            change = rx.recv() => match change {
-                Some(change) => sink.deliver(&change).await?,
-                None => return Ok(()),
-            },
-            _ = &mut timeout => return Ok(()),
-            // A client that went away is noticed within a few seconds even on a quiet kind.
-            // (Polling `tx.closed()` in this select instead stalled deliveries under load.)
-            _ = &mut liveness => {
-                if sink.tx.is_closed() {
-                    return Err(Closed);
-                }
-                liveness = Box::pin(clock.sleep(LIVENESS_CHECK));
+    }
+
+    /// The next line to send; `None` ends the stream.
+    async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(line) = self.pending.pop_front() {
+                return Some(line);
             }
-            _ = &mut next_bookmark, if bookmarks => {
-                // Everything committed up to `now_rv` is already in `rx`: drain it first, so the
-                // bookmark cannot run ahead of an event still to be sent.
-                let now_rv = shared.store().resource_version();
-                loop {
-                    match rx.try_recv() {
-                        Ok(change) => sink.deliver(&change).await?,
-                        Err(mpsc::error::TryRecvError::Empty) => break,
-                        // The store dropped this watch (closed, or too far behind): changes after
-                        // the last one delivered were never queued, so no bookmark may claim them.
-                        Err(mpsc::error::TryRecvError::Disconnected) => return Ok(()),
+            if self.ending {
+                return None;
+            }
+            if let Some(change) = self.backlog.next() {
+                match self.sink.line(&change) {
+                    Some(line) => return Some(line),
+                    None => continue,
+                }
+            }
+            if self.timers.is_none() {
+                let deadline = tokio::time::Instant::now() + self.sink.p.timeout;
+                self.timers = Some(Timers {
+                    deadline,
+                    timeout: Box::pin(tokio::time::sleep_until(deadline)),
+                    next_bookmark: Box::pin(tokio::time::sleep_until(Self::next_bookmark_at(
+                        deadline,
+                    ))),
+                });
+                if self.sink.p.initial_events {
+                    return Some(self.sink.bookmark(self.resource_version, true));
+                }
+            }
+            let timers = self.timers.as_mut()?;
+            tokio::select! {
+                biased;
+                change = self.rx.recv() => match change {
+                    Some(change) => {
+                        if let Some(line) = self.sink.line(&change) {
+                            return Some(line);
+                        }
+                    }
+                    None => return None,
+                },
+                _ = &mut timers.timeout => return None,
+                _ = &mut timers.next_bookmark, if self.sink.p.bookmarks => {
+                    // Everything committed up to `now_rv` is already in `rx`: take it first, so
+                    // the bookmark cannot run ahead of an event still to be sent.
+                    let now_rv = self.shared.store().resource_version();
+                    loop {
+                        match self.rx.try_recv() {
+                            Ok(change) => self.pending.extend(self.sink.line(&change)),
+                            Err(mpsc::error::TryRecvError::Empty) => break,
+                            // The store dropped this watch (closed, or too far behind): changes
+                            // after the last one taken were never queued, so no bookmark may
+                            // claim them.
+                            Err(mpsc::error::TryRecvError::Disconnected) => {
+                                self.ending = true;
+                                break;
+                            }
+                        }
+                    }
+                    if !self.ending {
+                        self.sink.last_rv = self.sink.last_rv.max(now_rv);
+                        self.pending.push_back(self.sink.bookmark(self.sink.last_rv, false));
+                        let at = Self::next_bookmark_at(timers.deadline);
+                        timers.next_bookmark.as_mut().reset(at);
                     }
                 }
-                sink.last_rv = sink.last_rv.max(now_rv);
-                sink.bookmark(sink.last_rv, false).await?;
-                next_bookmark = Box::pin(clock.sleep_until(next_bookmark_at(tokio::time::Instant::now())));
             }
         }
     }
+}
+
+fn events(watch: Watch) -> BoxStream<'static, Bytes> {
+    futures::stream::unfold(watch, |mut watch| async move {
+        let line = watch.next().await?;
+        Some((line, watch))
+    })
+    .boxed()
 }

@@ -118,3 +118,47 @@ pub fn bookmark(rt: &ResourceType, rv: u64, initial_events_end: bool) -> Value {
     }
     serde_json::json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta})
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::clock::Clock;
+    use crate::store::{StoreConfig, WriteOptions};
+
+    /// A watcher that stops reading is cut off once it is `watcher_buffer` changes behind; what
+    /// was queued before stays readable, then its channel ends, so it re-watches from there.
+    #[test]
+    fn a_watcher_that_stops_reading_is_cut_off_after_its_buffer() {
+        let config = StoreConfig {
+            watcher_buffer: 3,
+            ..StoreConfig::default()
+        };
+        let mut store = Store::new(Clock::system(), config);
+        let rt = store.catalog().lookup("", "v1", "configmaps").unwrap();
+        let mut stalled = store.watch(&rt, WatchStart::Now).unwrap();
+        let mut reading = store.watch(&rt, WatchStart::Now).unwrap();
+        let opts = WriteOptions::default();
+        for i in 0..4 {
+            store
+                .create(
+                    &rt,
+                    "default",
+                    json!({"metadata": {"name": format!("c{i}")}}),
+                    &opts,
+                )
+                .unwrap();
+            assert!(reading.rx.try_recv().is_ok(), "a reader keeps up");
+        }
+        assert_eq!(store.watcher_count(), 1, "only the reader is left");
+        let names: Vec<_> = std::iter::from_fn(|| stalled.rx.try_recv().ok())
+            .map(|c| c.object["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names, ["c0", "c1", "c2"]);
+        assert_eq!(
+            stalled.rx.try_recv().unwrap_err(),
+            mpsc::error::TryRecvError::Disconnected
+        );
+    }
+}
