@@ -57,8 +57,9 @@ enum Command {
     },
     /// Run the benchmarks (optimised build) and print their results as Markdown tables: the fake
     /// API server's, the wall time of each scenario and of the whole suite, Kueue's scheduler
-    /// performance baseline against the controller, then the reference control plane against the
-    /// fake (start-up, create and GET throughput; skipped, saying why, without its binaries).
+    /// performance baseline against the controller, watch latency on the served fake and on
+    /// kube-apiserver, then the reference control plane against the fake (start-up, create and GET
+    /// throughput). kube-apiserver's parts are skipped, saying why, without its binaries.
     Bench,
     /// Run the YAML scenarios in e2e/scenarios/ with a summary, comparing each trace with its
     /// snapshot.
@@ -186,6 +187,17 @@ fn main() -> anyhow::Result<()> {
             // compacted and zeroed 2 MiB at a time as the heap grew: 0.6 to 0.8 s more system time
             // per cohort, with no gain in user time.
             cmd.env("MIMALLOC_ALLOW_THP", "0");
+            run(cmd)?;
+            // Watch latency and fan-out, the served fake and kube-apiserver in the same run
+            // (kube-apiserver skipped, with the reason, when it is not built).
+            let mut cmd = cargo();
+            cmd.args([
+                "bench",
+                "--package",
+                "control-plane",
+                "--bench",
+                "watch_latency",
+            ]);
             run(cmd)?;
             // The reference control plane against the fake (says why and skips without it).
             let mut cmd = cargo();
