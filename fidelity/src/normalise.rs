@@ -21,6 +21,16 @@ use crate::replay::{Answer, Body};
 static TIME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$").expect("regex")
 });
+/// A time inside a longer text (a message quoting an object, a YAML answer).
+static TIME_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)").expect("regex")
+});
+/// A resourceVersion quoted in a text: `ResourceVersion in precondition: 12`,
+/// `\"resourceVersion\":\"12\"`, `resourceVersion: "12"`.
+static RV_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)(resourceVersion(?: in [a-z ]+)?[\\": ]{1,8}|resource version[: ]{1,2})(\d+)"#)
+        .expect("regex")
+});
 static JWT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^eyJ[\w-]+\.[\w-]+\.[\w-]+$").expect("regex"));
 
@@ -30,6 +40,13 @@ pub fn sequence(answers: &mut [Answer]) {
     for a in answers.iter() {
         for doc in a.body.documents() {
             state.collect(doc);
+        }
+        // A YAML answer: its values count too (the order of its keys does not matter here).
+        if let Body::Text(text) = &a.body
+            && let Ok(v) = serde_yaml::from_str::<serde_json::Value>(text)
+            && let Ok(doc) = Json::parse(v.to_string().as_bytes())
+        {
+            state.collect(&doc);
         }
     }
     state.rvs = state.object_rvs.iter().copied().collect();
@@ -50,6 +67,7 @@ struct State {
     /// Raw value -> placeholder, for uids and generated names (also replaced inside messages).
     names: HashMap<String, String>,
     uids: usize,
+    ips: usize,
     generated: HashMap<String, usize>,
 }
 
@@ -78,6 +96,20 @@ impl State {
                     }
                 }
                 for (k, v) in members {
+                    // An allocated ClusterIP is chosen at random by the real server.
+                    if k == "clusterIP" || k == "clusterIPs" {
+                        let ips = match v {
+                            Json::Array(items) => items.iter().filter_map(Json::as_str).collect(),
+                            other => other.as_str().into_iter().collect::<Vec<_>>(),
+                        };
+                        for ip in ips {
+                            if ip.contains(['.', ':']) && !self.names.contains_key(ip) {
+                                self.ips += 1;
+                                self.names
+                                    .insert(ip.to_string(), format!("ip-{}", self.ips));
+                            }
+                        }
+                    }
                     if k == "uid"
                         && let Some(uid) = v.as_str()
                         && !uid.is_empty()
@@ -169,7 +201,15 @@ impl State {
                 out = out.replace(raw.as_str(), placeholder);
             }
         }
-        out
+        let out = TIME_IN_TEXT.replace_all(&out, "<time>");
+        RV_IN_TEXT
+            .replace_all(&out, |c: &regex::Captures| {
+                let rv = c[2]
+                    .parse()
+                    .map_or_else(|_| c[2].to_string(), |n| self.rank(n));
+                format!("{}{rv}", &c[1])
+            })
+            .into_owned()
     }
 }
 
@@ -274,6 +314,47 @@ mod tests {
             doc(&a[1])
         );
         assert!(doc(&a[1]).contains(r#""name":"job-#1""#), "{}", doc(&a[1]));
+    }
+
+    #[test]
+    fn versions_and_times_quoted_in_messages_and_yaml_are_mapped() {
+        let mut a = vec![
+            answer(r#"{"metadata":{"name":"a","resourceVersion":"41"}}"#),
+            answer(
+                r#"{"kind":"Status","message":"Precondition failed: ResourceVersion in precondition: 41, ResourceVersion in object meta: 42 at 2026-11-24T13:09:08Z"}"#,
+            ),
+            Answer {
+                status: 200,
+                headers: Vec::new(),
+                body: Body::Text(
+                    "metadata:\n  name: a\n  resourceVersion: \"42\"\n  uid: 9f\n".into(),
+                ),
+            },
+        ];
+        sequence(&mut a);
+        assert!(
+            doc(&a[1])
+                .contains("precondition: rv-1, ResourceVersion in object meta: rv-2 at <time>"),
+            "{}",
+            doc(&a[1])
+        );
+        assert_eq!(
+            a[2].body,
+            Body::Text("metadata:\n  name: a\n  resourceVersion: \"rv-2\"\n  uid: uid-1\n".into())
+        );
+    }
+
+    #[test]
+    fn allocated_cluster_ips_are_numbered() {
+        let mut a = vec![answer(
+            r#"{"spec":{"clusterIP":"10.0.0.17","clusterIPs":["10.0.0.17"],"type":"ClusterIP"}}"#,
+        )];
+        sequence(&mut a);
+        assert!(
+            doc(&a[0]).contains(r#""clusterIP":"ip-1","clusterIPs":["ip-1"]"#),
+            "{}",
+            doc(&a[0])
+        );
     }
 
     #[test]
