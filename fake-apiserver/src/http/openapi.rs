@@ -3,8 +3,10 @@
 //! kubectl inspects. kubectl needs them for `create -f` and `apply -f`, uses the `fieldValidation`
 //! parameter on PATCH to decide that the server validates fields, and reads schemas for `explain`.
 
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
@@ -136,6 +138,80 @@ fn paths_for(rt: &ResourceType, schema_ref: &str, paths: &mut Map<String, Value>
     paths.insert(prefix, collection);
 }
 
+const API_VERSION_DOC: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
+const KIND_DOC: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+
+/// A custom resource's schema as published: `apiVersion`, `kind` and `metadata` (a reference to
+/// ObjectMeta) replace whatever the CRD says of them.
+fn with_type_meta(mut body: Value, object_meta: &Value) -> Value {
+    int_or_string_any_of(&mut body);
+    if let Some(m) = body.as_object_mut() {
+        let props = m
+            .entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(props) = props.as_object_mut() {
+            props.insert(
+                "apiVersion".into(),
+                json!({"description": API_VERSION_DOC, "type": "string"}),
+            );
+            props.insert(
+                "kind".into(),
+                json!({"description": KIND_DOC, "type": "string"}),
+            );
+            props.insert(
+                "metadata".into(),
+                json!({
+                    "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+                    "allOf": [{"$ref": object_meta}],
+                }),
+            );
+        }
+    }
+    body
+}
+
+/// kube-apiserver publishes an `x-kubernetes-int-or-string` field with
+/// `anyOf: [{type: integer}, {type: string}]` when its schema has no `anyOf` of its own.
+fn int_or_string_any_of(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if m.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
+                && !m.contains_key("anyOf")
+            {
+                m.insert(
+                    "anyOf".into(),
+                    json!([{"type": "integer"}, {"type": "string"}]),
+                );
+            }
+            m.values_mut().for_each(int_or_string_any_of);
+        }
+        Value::Array(items) => items.iter_mut().for_each(int_or_string_any_of),
+        _ => {}
+    }
+}
+
+/// The schema of a custom resource's list kind, as kube-apiserver publishes it.
+fn list_schema(rt: &ResourceType, item: &str, list_meta: &Value) -> Value {
+    json!({
+        "description": format!("{} is a list of {}", rt.list_kind, rt.kind),
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {"description": API_VERSION_DOC, "type": "string"},
+            "items": {
+                "description": format!("List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", rt.plural),
+                "type": "array",
+                "items": {"$ref": format!("#/components/schemas/{item}")},
+            },
+            "kind": {"description": KIND_DOC, "type": "string"},
+            "metadata": {
+                "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+                "allOf": [{"$ref": list_meta}],
+            },
+        },
+    })
+}
+
 /// The OpenAPI v3 document of one group/version, or None if it is not served.
 pub fn document(catalog: &Catalog, group: &str, version: &str) -> Option<Value> {
     let types = catalog.group_version(group, version)?;
@@ -159,7 +235,21 @@ pub fn document(catalog: &Catalog, group: &str, version: &str) -> Option<Value> 
                 let body = schema.as_deref().cloned().unwrap_or_else(
                     || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
                 );
-                custom.insert(name.clone(), body);
+                // Like apiextensions-apiserver: TypeMeta and ObjectMeta described (kubectl
+                // explain follows metadata to ObjectMeta), and a schema of the list kind.
+                let object_meta = generator.subschema_for::<ObjectMeta>();
+                let list_meta = generator.subschema_for::<ListMeta>();
+                let reference =
+                    |s: &schemars::Schema| s.as_value().get("$ref").cloned().unwrap_or(Value::Null);
+                let refs = BTreeMap::from([
+                    ("ObjectMeta", reference(&object_meta)),
+                    ("ListMeta", reference(&list_meta)),
+                ]);
+                custom.insert(name.clone(), with_type_meta(body, &refs["ObjectMeta"]));
+                custom.insert(
+                    format!("{name}List"),
+                    list_schema(rt, &name, &refs["ListMeta"]),
+                );
                 name
             }
         };
@@ -173,6 +263,16 @@ pub fn document(catalog: &Catalog, group: &str, version: &str) -> Option<Value> 
             s.insert(
                 "x-kubernetes-group-version-kind".into(),
                 json!([{"group": rt.group, "version": rt.version, "kind": rt.kind}]),
+            );
+        }
+        if rt.crd.is_some()
+            && let Some(s) = schemas
+                .get_mut(&format!("{name}List"))
+                .and_then(Value::as_object_mut)
+        {
+            s.insert(
+                "x-kubernetes-group-version-kind".into(),
+                json!([{"group": rt.group, "version": rt.version, "kind": rt.list_kind}]),
             );
         }
     }

@@ -45,6 +45,7 @@ use serde_json::Value;
 
 mod bytes;
 mod crd;
+mod crd_openapi;
 pub(crate) mod crud;
 mod deletion;
 mod meta_validation;
