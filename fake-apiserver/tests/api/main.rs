@@ -14,4 +14,5 @@ mod python_client;
 mod runtime;
 mod tcp;
 mod validation;
+mod watch_fanout;
 mod watch_list;
