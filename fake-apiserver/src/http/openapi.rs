@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    DeleteOptions, ListMeta, ObjectMeta, Patch, Status,
+};
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
@@ -256,6 +258,16 @@ pub fn document(catalog: &Catalog, group: &str, version: &str) -> Option<Value> 
         gvk_of.push((name.clone(), rt));
         paths_for(rt, &format!("#/components/schemas/{name}"), &mut paths);
     }
+    // A CRD group's document is built by apiextensions-apiserver, with its own title and the
+    // apimachinery kinds its operations answer or take.
+    let info = if types.iter().all(|rt| rt.crd.is_some()) {
+        generator.subschema_for::<DeleteOptions>();
+        generator.subschema_for::<Patch>();
+        generator.subschema_for::<Status>();
+        json!({"title": "Kubernetes CRD Swagger", "version": "v0.1.0"})
+    } else {
+        json!({"title": "Kubernetes", "version": format!("1.{KUBERNETES_MINOR}")})
+    };
     let mut schemas = generator.take_definitions(true);
     schemas.extend(custom);
     for (name, rt) in gvk_of {
@@ -278,7 +290,7 @@ pub fn document(catalog: &Catalog, group: &str, version: &str) -> Option<Value> 
     }
     Some(json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": format!("v1.{KUBERNETES_MINOR}.0")},
+        "info": info,
         "paths": paths,
         "components": {"schemas": schemas},
     }))

@@ -1,6 +1,6 @@
 //! The OpenAPI v3 document of a CRD's group, as kubectl explain and client-go read it: the kind's
 //! schema with apiVersion, kind and metadata (a reference to ObjectMeta), int-or-string fields
-//! with their `anyOf`, and the list kind's schema.
+//! with their `anyOf`, the list kind's schema, and the apimachinery kinds the operations use.
 
 use std::time::Duration;
 
@@ -38,14 +38,20 @@ async fn a_crd_kind_is_published_with_type_meta_and_its_list_kind(env: Env) {
     let path = format!("/openapi/v3/apis/{group}/v1");
     // kube-apiserver publishes a new CRD's document asynchronously.
     let deadline = tokio::time::Instant::now() + EVENTUALLY;
-    let schemas = loop {
+    let document = loop {
         let raw = env.raw("GET", &path, "", "").await;
-        let schemas = raw.body["components"]["schemas"].clone();
-        if schemas.get(&name).is_some() || tokio::time::Instant::now() > deadline {
-            break schemas;
+        if raw.body["components"]["schemas"].get(&name).is_some()
+            || tokio::time::Instant::now() > deadline
+        {
+            break raw.body;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    assert_eq!(
+        document["info"],
+        json!({"title": "Kubernetes CRD Swagger", "version": "v0.1.0"})
+    );
+    let schemas = &document["components"]["schemas"];
     let doc = &schemas[&name];
     let props = &doc["properties"];
     assert_eq!(
@@ -84,7 +90,7 @@ async fn a_crd_kind_is_published_with_type_meta_and_its_list_kind(env: Env) {
         list["x-kubernetes-group-version-kind"],
         json!([{"group": group, "kind": "DocList", "version": "v1"}])
     );
-    for meta in ["ObjectMeta", "ListMeta"] {
+    for meta in ["ObjectMeta", "ListMeta", "DeleteOptions", "Patch", "Status"] {
         let key = format!("io.k8s.apimachinery.pkg.apis.meta.v1.{meta}");
         assert!(schemas.get(&key).is_some_and(Value::is_object), "{key}");
     }
