@@ -115,7 +115,7 @@ fn catch_collects_and_finally_cleans_up_after_a_failure_and_later_steps_do_not_r
 #[test]
 fn absent_consistently_fails_when_the_object_appears_and_says_when() {
     let outcome = run(
-        "name: failing\ndescription: x\nsteps:\n  - absent:\n      object: {apiVersion: v1, kind: ConfigMap, metadata: {name: kube-root-ca.crt}}\n      consistently: 1m\n  - absent:\n      object: {apiVersion: v1, kind: Service, metadata: {name: kubernetes}}\n      consistently: 1m\n",
+        "name: failing\ndescription: x\nsteps:\n  - absent:\n      object: {apiVersion: v1, kind: ConfigMap, metadata: {name: never-created}}\n      consistently: 1m\n  - absent:\n      object: {apiVersion: v1, kind: Service, metadata: {name: kubernetes}}\n      consistently: 1m\n",
     );
     let report = outcome.failure.unwrap().to_string();
     assert!(report.starts_with("inline.yaml:7: step 2"), "{report}");

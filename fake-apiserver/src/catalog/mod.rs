@@ -3,6 +3,7 @@
 //! kinds of registered CustomResourceDefinitions.
 
 mod behavior;
+pub mod bootstrap;
 mod builtin;
 mod crd;
 mod version;

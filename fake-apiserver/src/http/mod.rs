@@ -5,6 +5,7 @@ mod discovery;
 pub(crate) mod encode;
 mod openapi;
 mod route;
+mod subresources;
 mod table;
 mod watch;
 
@@ -726,6 +727,18 @@ async fn serve_resource(
     };
     if path.namespace.is_some() && !rt.namespaced {
         return Err(ApiError::unknown_path());
+    }
+    let call = subresources::Call {
+        method,
+        query,
+        content_type,
+        body,
+        user_agent,
+        view,
+        fallback,
+    };
+    if let Some(answer) = subresources::serve(shared, &rt, &path, &call) {
+        return answer;
     }
     let sub = match path.subresource.as_deref() {
         None => Subresource::Main,

@@ -8,6 +8,7 @@ mod observe;
 mod read;
 mod scale;
 mod stored;
+mod subresources;
 mod watch;
 mod write;
 
@@ -26,6 +27,7 @@ use stored::Stored;
 
 pub use observe::{ChangeFeed, Observed};
 pub use read::ListPage;
+pub use subresources::CsrWrite;
 pub use watch::{WatchInit, WatchStart, bookmark as watch_bookmark};
 pub use write::Deleted;
 
@@ -280,11 +282,14 @@ pub struct Store {
     next_cluster_ip: u32,
     /// Warnings for the request being served (unknown fields), taken by the HTTP layer.
     warnings: Vec<String>,
+    /// What the bootstrap data, the root CA publisher and the token signer keep.
+    extras: subresources::Extras,
 }
 
 impl Store {
     pub fn new(clock: Clock, config: StoreConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(config.seed);
+        let extras = subresources::Extras::new(config.seed);
         let mut store = Store {
             catalog: Catalog::builtin(),
             clock,
@@ -302,6 +307,7 @@ impl Store {
             rng,
             next_cluster_ip: 1,
             warnings: Vec::new(),
+            extras,
         };
         store.bootstrap();
         store
@@ -336,6 +342,7 @@ impl Store {
                 json!({"metadata": {"name": ns}}),
             );
         }
+        self.bootstrap_cluster_objects();
         self.bootstrap_object(
             "",
             "v1",

@@ -366,7 +366,10 @@ impl Store {
                     self.catalog.register_crd(&key.name, types);
                 }
             }
-            Lifecycle::Namespace => self.create_default_service_account(&key.name),
+            Lifecycle::Namespace => {
+                self.create_default_service_account(&key.name);
+                self.publish_root_ca(&key.name);
+            }
             _ => {}
         }
         if is_deleting(stored) {

@@ -56,3 +56,18 @@ pub fn cm(name: &str) -> k8s_openapi::api::core::v1::ConfigMap {
         ..Default::default()
     }
 }
+
+/// Delete the `kube-root-ca.crt` ConfigMap every namespace holds (written by kube-controller-manager's
+/// root-ca publisher on a real cluster, by the fake when the namespace is created), for tests that
+/// count every ConfigMap of a namespace.
+pub async fn drop_root_ca(server: &FakeApiServer, ns: &str) {
+    let (code, body) = raw(
+        server,
+        "DELETE",
+        &format!("/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt"),
+        "",
+        Bytes::new(),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+}

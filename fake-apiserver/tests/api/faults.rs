@@ -55,6 +55,7 @@ async fn latency_is_added_on_the_virtual_clock() {
 #[tokio::test(start_paused = true)]
 async fn closing_watches_ends_open_streams() {
     let s = server();
+    crate::common::drop_root_ca(&s, "default").await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let mut stream = api
         .watch(&WatchParams::default(), "0")

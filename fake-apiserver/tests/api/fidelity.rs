@@ -101,6 +101,7 @@ async fn openapi_v3_documents_carry_schemas_and_the_field_validation_parameter()
 #[tokio::test(start_paused = true)]
 async fn kubectl_get_gets_a_table_with_the_real_columns() {
     let s = server();
+    crate::common::drop_root_ca(&s, "default").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let mut c = cm("settings");
     c.data = Some(
@@ -143,6 +144,7 @@ async fn kubectl_get_gets_a_table_with_the_real_columns() {
 #[tokio::test(start_paused = true)]
 async fn metadata_only_answers_for_metadata_clients() {
     let s = server();
+    crate::common::drop_root_ca(&s, "default").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     cms.create(&PostParams::default(), &cm("m"))
         .await

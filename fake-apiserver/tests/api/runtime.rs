@@ -42,6 +42,7 @@ async fn reflector_stays_in_sync_through_changes_and_a_forced_relist() {
         .history_limit(3)
         .build()
         .expect("server");
+    crate::common::drop_root_ca(&s, "default").await;
     let api: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     for n in ["a", "b"] {
         api.create(&PostParams::default(), &cm(n))

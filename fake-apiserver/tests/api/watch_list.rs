@@ -169,6 +169,7 @@ fn raw_summary(events: &[Value]) -> Vec<(String, String)> {
 #[tokio::test(start_paused = true)]
 async fn watch_with_bookmarks_gets_a_bookmark_every_minute() {
     let s = server();
+    crate::common::drop_root_ca(&s, "default").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let a = create_cm(&cms, "a", &[]).await;
     let started = Instant::now();
@@ -226,6 +227,7 @@ async fn watch_with_bookmarks_gets_a_bookmark_every_minute() {
 #[tokio::test(start_paused = true)]
 async fn watch_without_allow_watch_bookmarks_gets_no_bookmarks() {
     let s = server();
+    crate::common::drop_root_ca(&s, "default").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     create_cm(&cms, "a", &[]).await;
     let mut events = watch(
@@ -241,6 +243,7 @@ async fn watch_without_allow_watch_bookmarks_gets_no_bookmarks() {
 #[tokio::test(start_paused = true)]
 async fn watch_ends_when_timeout_seconds_pass() {
     let s = server();
+    crate::common::drop_root_ca(&s, "default").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     create_cm(&cms, "a", &[]).await;
     let started = Instant::now();
@@ -266,6 +269,7 @@ async fn watch_ends_when_timeout_seconds_pass() {
 #[tokio::test(start_paused = true)]
 async fn raw_watch_with_timeout_seconds_ends_on_virtual_time() {
     let s = server();
+    crate::common::drop_root_ca(&s, "default").await;
     let started = Instant::now();
     let (code, events) = raw_watch(
         &s,
@@ -286,6 +290,7 @@ async fn bookmark_arrives_just_before_the_watch_times_out() {
     // The real watch cache sends a bookmark every minute and, in addition, two seconds before the
     // watch's deadline, so a client always resumes from a fresh resourceVersion.
     let s = server();
+    crate::common::drop_root_ca(&s, "default").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     create_cm(&cms, "a", &[]).await;
     let started = Instant::now();
@@ -383,6 +388,7 @@ async fn kube_watch_from_an_expired_resource_version_gets_an_error_event_then_th
 #[tokio::test(start_paused = true)]
 async fn objects_older_than_the_history_behave_as_before() {
     let s = short_history_server();
+    crate::common::drop_root_ca(&s, "default").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let old = create_cm(&cms, "old", &[("tier", "a")]).await;
     for i in 0..4 {
@@ -472,6 +478,15 @@ async fn five_configmaps(api: &Api<ConfigMap>) {
 async fn all_namespaces_list_pages_in_namespace_then_name_order() {
     let s = server();
     create_namespace(&s, "team-a").await;
+    for ns in [
+        "default",
+        "kube-node-lease",
+        "kube-public",
+        "kube-system",
+        "team-a",
+    ] {
+        crate::common::drop_root_ca(&s, ns).await;
+    }
     let default_cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let team_cms: Api<ConfigMap> = Api::namespaced(s.client(), "team-a");
     create_cm(&team_cms, "c", &[]).await;
@@ -525,6 +540,7 @@ async fn expired_continue_answer_carries_a_token_for_the_rest_of_the_list() {
     // The real server puts a fresh token in the Status's metadata.continue: it continues after the
     // same key, at the latest resourceVersion ("use the continue token in this response").
     let s = short_history_server();
+    crate::common::drop_root_ca(&s, "default").await;
     let cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     five_configmaps(&cms).await;
     let first = cms
@@ -569,6 +585,16 @@ async fn namespaced_list_holds_only_its_namespace_and_all_namespaces_list_holds_
     let s = server();
     create_namespace(&s, "team-a").await;
     create_namespace(&s, "team-b").await;
+    for ns in [
+        "default",
+        "kube-node-lease",
+        "kube-public",
+        "kube-system",
+        "team-a",
+        "team-b",
+    ] {
+        crate::common::drop_root_ca(&s, ns).await;
+    }
     let default_cms: Api<ConfigMap> = Api::namespaced(s.client(), "default");
     let team_a: Api<ConfigMap> = Api::namespaced(s.client(), "team-a");
     let team_b: Api<ConfigMap> = Api::namespaced(s.client(), "team-b");

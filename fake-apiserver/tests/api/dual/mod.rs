@@ -43,6 +43,7 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+mod bootstrap;
 mod bytes;
 mod crd;
 mod crd_openapi;
@@ -54,6 +55,7 @@ mod patch_errors;
 mod scale;
 mod schema_composition;
 mod semantics;
+mod subresources;
 mod validation;
 pub(crate) mod watch_list;
 
