@@ -855,6 +855,17 @@ async fn serve_resource(
                     },
                 );
             }
+            if query.flag("force") {
+                return Err(ApiError::invalid(
+                    "meta.k8s.io",
+                    "PatchOptions",
+                    "",
+                    vec![crate::error::FieldCause::forbidden(
+                        "force",
+                        "may not be specified for non-apply patch",
+                    )],
+                ));
+            }
             written(shared, &rt, (view, fallback), 200, Vec::new(), |store| {
                 store.patch_answer(&rt, &ns, &name, kind, body, sub, &opts)
             })

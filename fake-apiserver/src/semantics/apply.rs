@@ -8,15 +8,41 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 mod record;
+pub mod types;
 pub use record::record_update;
 
-/// How lists merge: from the CRD schema's x-kubernetes-list-type/-list-map-keys, or the built-in
-/// types' merge keys.
+/// How an object's fields are typed, as structured-merge-diff sees them: from the CRD schema's
+/// x-kubernetes-list-type/-list-map-keys, or the built-in types' OpenAPI (see `types`).
+///
+/// `path` holds object keys only (e.g. ["spec","containers","ports"]): a list's items are
+/// addressed by the list's name.
 pub trait ListTypes {
-    /// For the list at `path` (object keys only, e.g. ["spec","containers"]): Some(keys) when it
-    /// is a map list keyed by those fields, None when atomic. (Sets of scalars: return
-    /// Some(vec![]) meaning "set".)
+    /// For the list at `path`: Some(keys) when it is a map list keyed by those fields, None when
+    /// atomic. (Sets of scalars: return Some(vec![]) meaning "set".)
     fn list_keys(&self, path: &[&str]) -> Option<Vec<String>>;
+
+    /// Whether the struct or map at `path` (for a list, its items) is atomic: owned whole.
+    fn atomic(&self, _path: &[&str]) -> bool {
+        false
+    }
+
+    /// Whether the object at `path` is a map rather than a struct: an apply owns each of its keys
+    /// (`"."` where a key holds more), where a struct's fields are owned only down to leaves.
+    fn is_map(&self, _path: &[&str]) -> bool {
+        false
+    }
+
+    /// The value the field at `path` has in a Go zero value of its parent: `{}` for a non-pointer
+    /// struct, null for a nil list without `omitempty`. A write that sets such a field did not add
+    /// it, so it owns only what is below. None for custom resources (they start out empty).
+    fn zero(&self, _path: &[&str]) -> Option<Value> {
+        None
+    }
+
+    /// The default of key field `key` of the items of the keyed list at `path`.
+    fn key_default(&self, _path: &[&str], _key: &str) -> Option<Value> {
+        None
+    }
 }
 
 /// One apply conflict. `manager` is the plain manager name when the conflicting owner is an
@@ -251,9 +277,13 @@ fn read_fields(m: &Map<String, Value>, path: &mut Path, set: &mut FieldSet) {
 
 fn item_matches(item: &Value, pe: &Pe) -> bool {
     match pe {
-        Pe::Key(fields) => fields
-            .iter()
-            .all(|(n, v)| item.get(n).is_some_and(|iv| iv == v)),
+        // A key field the item leaves out stands for its default, which the key spells out.
+        Pe::Key(fields) => {
+            item.is_object()
+                && fields
+                    .iter()
+                    .all(|(n, v)| item.get(n).is_none_or(|iv| iv == v))
+        }
         Pe::Val(v) => item == v,
         _ => false,
     }
@@ -333,10 +363,16 @@ fn is_ignored(path: &[Pe]) -> bool {
 
 struct Collector<'a> {
     lists: &'a dyn ListTypes,
-    /// Record maps (other than the root and top-level metadata) as members themselves; used for
-    /// non-apply writes, where a newly added map is owned along with its children.
+    /// How a non-apply write is recorded (structured-merge-diff's comparison of the old and new
+    /// objects): every map, list, struct and list item the write added is a member itself, as is
+    /// an atomic value or leaf it changed. Otherwise (an apply) the set of the applied
+    /// configuration: leaves, list items, map keys, empty maps and atomic values.
     maps_as_members: bool,
     set: FieldSet,
+}
+
+fn refs(names: &[String]) -> Vec<&str> {
+    names.iter().map(String::as_str).collect()
 }
 
 impl Collector<'_> {
@@ -349,10 +385,28 @@ impl Collector<'_> {
         path: &mut Path,
         names: &mut Vec<String>,
     ) -> Result<(), String> {
+        // An applied map owns its keys (not only the leaves below them).
+        let keys_owned =
+            !self.maps_as_members && !path.is_empty() && self.lists.is_map(&refs(names));
         for (k, child) in m {
             path.push(Pe::Field(k.clone()));
             names.push(k.clone());
-            let r = self.value(child, old.and_then(|o| o.get(k)), path, names);
+            // A field the old object lacks but its Go zero value holds was there all along.
+            let zero;
+            let before = match old {
+                Some(o) => match o.get(k) {
+                    Some(v) => Some(v),
+                    None => {
+                        zero = self.lists.zero(&refs(names));
+                        zero.as_ref()
+                    }
+                },
+                None => None,
+            };
+            if keys_owned && !is_ignored(path) {
+                self.set.insert(path.clone());
+            }
+            let r = self.value(child, before, path, names);
             names.pop();
             path.pop();
             r?;
@@ -374,17 +428,27 @@ impl Collector<'_> {
             Value::Object(m) => {
                 let top_meta =
                     path.len() == 1 && matches!(&path[0], Pe::Field(f) if f == "metadata");
-                // A map is a member only when it is new; its changed children are members anyway.
-                if self.maps_as_members && !top_meta && !path.is_empty() && old.is_none() {
-                    self.set.insert(path.clone());
-                }
-                // An applied empty map is owned as a leaf (`f:spec: {}`), as kube-apiserver does.
-                if !self.maps_as_members && m.is_empty() && !top_meta && !path.is_empty() {
-                    self.set.insert(path.clone());
+                if !top_meta && !path.is_empty() {
+                    let atomic = self.lists.atomic(&refs(names));
+                    let member = if self.maps_as_members {
+                        // Added, an atomic value changed, or an empty map replacing nothing.
+                        let old_filled = old
+                            .and_then(Value::as_object)
+                            .is_some_and(|o| !o.is_empty());
+                        old.is_none() || atomic || (m.is_empty() && !old_filled)
+                    } else {
+                        atomic || m.is_empty()
+                    };
+                    if member {
+                        self.set.insert(path.clone());
+                    }
+                    if atomic {
+                        return Ok(());
+                    }
                 }
                 self.object(m, old.and_then(Value::as_object), path, names)
             }
-            Value::Array(items) => self.list(items, old.and_then(Value::as_array), path, names),
+            Value::Array(items) => self.list(items, old, path, names),
             _ => {
                 self.set.insert(path.clone());
                 Ok(())
@@ -395,84 +459,106 @@ impl Collector<'_> {
     fn list(
         &mut self,
         items: &[Value],
-        old: Option<&Vec<Value>>,
+        old: Option<&Value>,
         path: &mut Path,
         names: &mut Vec<String>,
     ) -> Result<(), String> {
-        let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        match self.lists.list_keys(&name_refs) {
-            None => {
-                self.set.insert(path.clone());
-                Ok(())
-            }
-            Some(keys) if keys.is_empty() => {
-                let mut seen = BTreeSet::new();
-                for it in items {
-                    let pe = Pe::Val(it.clone());
-                    if !seen.insert(pe.clone()) {
-                        return Err(format!(
-                            "{}: duplicate entries for key [={}]",
-                            path_display(path),
-                            it
-                        ));
-                    }
-                    if old.is_none_or(|o| !o.contains(it)) {
-                        path.push(pe);
-                        self.set.insert(path.clone());
-                        path.pop();
-                    }
-                }
-                Ok(())
-            }
-            Some(keys) => {
-                let mut seen = BTreeSet::new();
-                for it in items {
-                    let pe =
-                        item_key(it, &keys).map_err(|e| format!("{}: {e}", path_display(path)))?;
-                    if !seen.insert(pe.clone()) {
-                        return Err(format!(
-                            "{}: duplicate entries for key {}",
-                            path_display(path),
-                            pe.display()
-                        ));
-                    }
-                    // Items of a keyed list are objects (`item_key` refused anything else), so
-                    // an item is a member only when it is new.
-                    let before = old.and_then(|o| o.iter().find(|x| item_matches(x, &pe)));
-                    path.push(pe);
-                    if before.is_none() {
-                        self.set.insert(path.clone());
-                    }
-                    let r = match it {
-                        Value::Object(m) if before != Some(it) => {
-                            self.object(m, before.and_then(Value::as_object), path, names)
-                        }
-                        _ => Ok(()),
-                    };
-                    path.pop();
-                    r?;
-                }
-                Ok(())
-            }
+        let name_refs = refs(names);
+        let Some(keys) = self.lists.list_keys(&name_refs) else {
+            self.set.insert(path.clone());
+            return Ok(());
+        };
+        let old_items = old.and_then(Value::as_array);
+        // A write that adds a set or keyed list owns the list too; an empty one replacing
+        // nothing is a leaf.
+        if self.maps_as_members
+            && (old.is_none() || (items.is_empty() && old_items.is_none_or(Vec::is_empty)))
+        {
+            self.set.insert(path.clone());
         }
+        if keys.is_empty() {
+            let mut seen = BTreeSet::new();
+            for it in items {
+                let pe = Pe::Val(it.clone());
+                if !seen.insert(pe.clone()) {
+                    return Err(format!(
+                        "{}: duplicate entries for key [={}]",
+                        path_display(path),
+                        it
+                    ));
+                }
+                if old_items.is_none_or(|o| !o.contains(it)) {
+                    path.push(pe);
+                    self.set.insert(path.clone());
+                    path.pop();
+                }
+            }
+            return Ok(());
+        }
+        let atomic_items = self.lists.atomic(&name_refs);
+        let defaults = key_defaults(self.lists, &name_refs, &keys);
+        drop(name_refs);
+        let mut seen = BTreeSet::new();
+        for it in items {
+            let pe = item_key(it, &keys, &defaults)
+                .map_err(|e| format!("{}: {e}", path_display(path)))?;
+            if !seen.insert(pe.clone()) {
+                return Err(format!(
+                    "{}: duplicate entries for key {}",
+                    path_display(path),
+                    pe.display()
+                ));
+            }
+            let before = old_items.and_then(|o| o.iter().find(|x| item_matches(x, &pe)));
+            if before == Some(it) {
+                continue;
+            }
+            path.push(pe);
+            // A new item is a member; so is a changed atomic one, which is not looked into.
+            if before.is_none() || atomic_items {
+                self.set.insert(path.clone());
+            }
+            let r = match it {
+                Value::Object(m) if !atomic_items => {
+                    self.object(m, before.and_then(Value::as_object), path, names)
+                }
+                _ => Ok(()),
+            };
+            path.pop();
+            r?;
+        }
+        Ok(())
     }
 }
 
-fn item_key(item: &Value, keys: &[String]) -> Result<Pe, String> {
+/// The schema defaults of a keyed list's key fields, in the order of `keys`.
+fn key_defaults(lists: &dyn ListTypes, path: &[&str], keys: &[String]) -> Vec<Option<Value>> {
+    keys.iter().map(|k| lists.key_default(path, k)).collect()
+}
+
+/// The path element of an item of a keyed list: its key fields, sorted by name, a missing one
+/// taking its schema default or left out (as structured-merge-diff does).
+fn item_key(item: &Value, keys: &[String], defaults: &[Option<Value>]) -> Result<Pe, String> {
     let Value::Object(m) = item else {
-        return Err("expected an object as an item of an associative list".to_string());
+        return Err(if item.is_null() {
+            "associative list with keys may not have a null element".to_string()
+        } else {
+            "associative list with keys may not have non-map elements".to_string()
+        });
     };
     let mut fields = Vec::new();
-    for k in keys {
-        match m.get(k) {
-            Some(v) => fields.push((k.clone(), v.clone())),
-            None => {
-                return Err(format!(
-                    "associative list with keys has an element that omits key field {}",
-                    json_str(k)
-                ));
-            }
+    for (i, k) in keys.iter().enumerate() {
+        let default = defaults.get(i).and_then(Option::as_ref);
+        if let Some(v) = m.get(k).or(default) {
+            fields.push((k.clone(), v.clone()));
         }
+    }
+    if fields.is_empty() {
+        let quoted: Vec<String> = keys.iter().map(|k| json_str(k)).collect();
+        return Err(format!(
+            "associative list with keys has an element that omits all key fields [{}] (and doesn't have default values for any key fields)",
+            quoted.join(" ")
+        ));
     }
     fields.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(Pe::Key(fields))
@@ -525,6 +611,11 @@ fn changed(path: &[Pe], old: Option<&Value>, new: &Value) -> bool {
 // ---------------------------------------------------------------------------------------------
 
 fn merge_into(live: &mut Value, applied: &Value, names: &mut Vec<String>, lists: &dyn ListTypes) {
+    // An atomic struct or map is replaced whole.
+    if applied.is_object() && !names.is_empty() && lists.atomic(&refs(names)) {
+        *live = applied.clone();
+        return;
+    }
     match (live, applied) {
         (Value::Object(lm), Value::Object(am)) => {
             for (k, av) in am {
@@ -552,8 +643,10 @@ fn merge_into(live: &mut Value, applied: &Value, names: &mut Vec<String>, lists:
                     }
                 }
                 Some(keys) => {
+                    let defaults = key_defaults(lists, &name_refs, &keys);
+                    drop(name_refs);
                     for it in items {
-                        let Ok(pe) = item_key(it, &keys) else {
+                        let Ok(pe) = item_key(it, &keys, &defaults) else {
                             continue;
                         };
                         match litems.iter_mut().find(|l| item_matches(l, &pe)) {
@@ -845,12 +938,25 @@ pub fn apply(
     Ok(merged)
 }
 
-/// Fallback list typing when the declared keys do not fit the data.
-struct Atomic;
+/// Fallback list typing when the declared keys do not fit the data: every list atomic, the rest
+/// as declared.
+struct AtomicLists<'a>(&'a dyn ListTypes);
 
-impl ListTypes for Atomic {
+impl ListTypes for AtomicLists<'_> {
     fn list_keys(&self, _path: &[&str]) -> Option<Vec<String>> {
         None
+    }
+
+    fn atomic(&self, path: &[&str]) -> bool {
+        self.0.atomic(path)
+    }
+
+    fn is_map(&self, path: &[&str]) -> bool {
+        self.0.is_map(path)
+    }
+
+    fn zero(&self, path: &[&str]) -> Option<Value> {
+        self.0.zero(path)
     }
 }
 
@@ -969,9 +1075,26 @@ mod tests {
     )]
     fn changed_fields_match_listing_every_field(#[case] old: Option<Value>, #[case] new: Value) {
         let all = to_field_set(&new, &Types, true).unwrap();
+        // A set or keyed list is a member of its own only when it was added.
+        let keyed_list = |p: &Path| {
+            let names: Vec<&str> = p
+                .iter()
+                .filter_map(|pe| match pe {
+                    Pe::Field(f) => Some(f.as_str()),
+                    _ => None,
+                })
+                .collect();
+            resolve(&new, p).is_some_and(Value::is_array) && Types.list_keys(&names).is_some()
+        };
         let expected: FieldSet = all
             .into_iter()
-            .filter(|p| changed(p, old.as_ref(), &new))
+            .filter(|p| {
+                if keyed_list(p) {
+                    old.as_ref().is_none_or(|o| resolve(o, p).is_none())
+                } else {
+                    changed(p, old.as_ref(), &new)
+                }
+            })
             .collect();
         assert_eq!(
             changed_fields(old.as_ref(), &new, &Types).unwrap(),

@@ -5,23 +5,60 @@ use serde_json::{Value, json};
 use super::{Store, Subresource, WriteOptions, render};
 use crate::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
+use crate::semantics::apply::types::{self, Ty};
 use crate::semantics::apply::{ApplyError, ListTypes, apply, conflict_message};
 use crate::semantics::strategic::{ListStrategy, list_strategy};
 
-/// How a kind's lists merge: its CRD schema's list types, or the built-in types' merge keys.
-pub struct KindLists<'a>(pub &'a ResourceType);
+/// How a kind's fields are typed for field ownership: its CRD schema's list types, or the built-in
+/// types' structure from kube-apiserver's OpenAPI (the merge keys for a kind it lacks).
+pub struct KindLists<'a> {
+    rt: &'a ResourceType,
+    builtin: Option<&'static Ty>,
+}
+
+impl<'a> KindLists<'a> {
+    pub fn new(rt: &'a ResourceType) -> Self {
+        let builtin = match rt.structural {
+            Some(_) => None,
+            None => types::root(&rt.api_version(), &rt.kind),
+        };
+        KindLists { rt, builtin }
+    }
+}
 
 impl ListTypes for KindLists<'_> {
     fn list_keys(&self, path: &[&str]) -> Option<Vec<String>> {
-        if let Some(schema) = &self.0.structural {
+        if let Some(root) = self.builtin {
+            return types::list_keys(types::at(root, path));
+        }
+        if let Some(schema) = &self.rt.structural {
             return schema.list_keys(path);
         }
         let (field, parents) = path.split_last()?;
-        match list_strategy(&self.0.group, &self.0.kind, parents, field) {
+        match list_strategy(&self.rt.group, &self.rt.kind, parents, field) {
             ListStrategy::MergeByKey(key) => Some(vec![key.to_string()]),
             ListStrategy::MergePrimitives => Some(Vec::new()),
             ListStrategy::Replace => None,
         }
+    }
+
+    fn atomic(&self, path: &[&str]) -> bool {
+        self.builtin
+            .is_some_and(|root| types::atomic(types::at(root, path)))
+    }
+
+    fn is_map(&self, path: &[&str]) -> bool {
+        self.builtin
+            .is_some_and(|root| types::is_map(types::at(root, path)))
+    }
+
+    fn zero(&self, path: &[&str]) -> Option<Value> {
+        let (field, parent) = path.split_last()?;
+        types::zero(types::at(self.builtin?, parent), field)
+    }
+
+    fn key_default(&self, path: &[&str], key: &str) -> Option<Value> {
+        types::key_default(types::at(self.builtin?, path), key)
     }
 }
 
@@ -53,7 +90,7 @@ impl Store {
             &now,
             &rt.api_version(),
             subresource_name(sub),
-            &KindLists(rt),
+            &KindLists::new(rt),
         );
     }
 
@@ -80,11 +117,41 @@ impl Store {
                 )],
             ));
         }
-        let mut applied: Value = serde_yaml::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let mut applied: Value = serde_yaml::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!("error encoding patch: {}", go_yaml_error(&e)))
+        })?;
         if !applied.is_object() || applied.get("metadata").is_some_and(|m| !m.is_object()) {
             return Err(ApiError::bad_request(
                 "an apply patch must be an object, with metadata an object",
+            ));
+        }
+        // The applied configuration must be of the URL's kind, named as a Go GroupVersionKind.
+        let text = |k: &str| applied.get(k).and_then(Value::as_str).unwrap_or("");
+        let (api_version, kind) = (text("apiVersion"), text("kind"));
+        if api_version != rt.api_version() || kind != rt.kind {
+            let gv = match api_version.split_once('/') {
+                Some(_) => api_version.to_string(),
+                None => format!("/{api_version}"),
+            };
+            return Err(ApiError::bad_request(format!(
+                "invalid object type: {gv}, Kind={kind}"
+            )));
+        }
+        if applied
+            .pointer("/metadata/managedFields")
+            .is_some_and(|v| !v.is_null())
+        {
+            return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+        }
+        if let Some(field) = undeclared_field(rt, &applied) {
+            // structured-merge-diff's typed conversion, unclassified, whatever fieldValidation.
+            return Err(ApiError::new(
+                500,
+                "",
+                format!(
+                    "failed to create typed patch object (/{name}; {}/{}, Kind={}): .{field}: field not declared in schema",
+                    rt.group, rt.version, rt.kind
+                ),
             ));
         }
         if sub == Subresource::Scale {
@@ -119,11 +186,29 @@ impl Store {
             }
             _ => {}
         }
-        let live = self.get(rt, ns, name).ok();
+        let mut live = self.get(rt, ns, name).ok();
         if live.is_none() && sub == Subresource::Status {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         }
         let now = self.clock.now_rfc3339();
+        // The first apply to an object nobody manages makes its fields the property of
+        // "before-first-apply", as if they had been written by one update.
+        if let Some(obj) = live.as_mut()
+            && obj
+                .pointer("/metadata/managedFields")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+        {
+            crate::semantics::apply::record_update(
+                None,
+                obj,
+                "before-first-apply",
+                &now,
+                &rt.api_version(),
+                "",
+                &KindLists::new(rt),
+            );
+        }
         let merged = apply(
             live.as_ref(),
             &applied,
@@ -132,7 +217,7 @@ impl Store {
             &now,
             &rt.api_version(),
             subresource_name(sub),
-            &KindLists(rt),
+            &KindLists::new(rt),
         )
         .map_err(|e| match e {
             ApplyError::Invalid(why) => ApiError::new(422, "Invalid", why),
@@ -172,6 +257,42 @@ impl Store {
         }
         .map(|v| render(rt, &v))
     }
+}
+
+/// A YAML syntax error as go-yaml words it: `yaml: line N: <problem>`, N being the line of what
+/// was being parsed when there is one (go-yaml's context mark), else of the problem.
+fn go_yaml_error(e: &serde_yaml::Error) -> String {
+    let text = e.to_string();
+    let problem = text
+        .find(" at line ")
+        .or_else(|| text.find(", while "))
+        .map_or(text.as_str(), |i| &text[..i]);
+    let context_line = text
+        .split_once(", while ")
+        .and_then(|(_, ctx)| ctx.rsplit_once(" at line "))
+        .and_then(|(_, at)| at.split(' ').next()?.parse::<usize>().ok());
+    match context_line.or_else(|| e.location().map(|l| l.line())) {
+        Some(line) if line > 0 => format!("yaml: line {line}: {problem}"),
+        _ => format!("yaml: {problem}"),
+    }
+}
+
+/// The first field (dotted path from the root, sorted) of an applied configuration that the
+/// kind does not declare; metadata is not looked into.
+fn undeclared_field(rt: &ResourceType, applied: &Value) -> Option<String> {
+    let mut probe = applied.clone();
+    if let Some(m) = probe.as_object_mut() {
+        m.insert("metadata".into(), json!({}));
+    }
+    let unknown = if let Some(check) = rt.decode_check {
+        let known = check(&probe).ok()?;
+        crate::semantics::meta::unknown_fields(&probe, &known)
+    } else if let Some(schema) = &rt.structural {
+        schema.prune_reporting(&mut probe)
+    } else {
+        Vec::new()
+    };
+    unknown.into_iter().min()
 }
 
 /// The object with the times of its managedFields entries left out.

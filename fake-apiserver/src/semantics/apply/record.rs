@@ -9,7 +9,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    Atomic, ListTypes, Path, Pe, changed_fields, is_ignored, item_key, item_matches, set_to_fields,
+    AtomicLists, ListTypes, Path, Pe, changed_fields, is_ignored, item_key, item_matches,
+    key_defaults, set_to_fields,
 };
 
 /// Records a non-apply write (create/update/patch) by `manager` in managedFields: the manager
@@ -24,19 +25,28 @@ pub fn record_update(
     subresource: &str,
     lists: &dyn ListTypes,
 ) {
-    // Entries come from the stored object; managedFields sent by the client are ignored. An update
-    // usually carries the stored entries unchanged, so they are taken rather than copied.
+    // As kube-apiserver: managedFields a client sends to the main resource replace the stored
+    // ones (`[]` or `[{}]` clear them), unless they are empty or malformed; a subresource write
+    // keeps the stored ones. An update usually carries the stored entries unchanged, so they are
+    // taken rather than copied.
     let sent = take_managed_fields(new);
     let stored = old.and_then(|o| o.pointer("/metadata/managedFields"));
     let mut entries: Vec<Value> = match (sent, stored) {
+        (Some(s), _) if subresource.is_empty() && is_reset(&s) => Vec::new(),
         (Some(s), Some(st)) if &s == st => array(s),
+        (Some(s), _) if subresource.is_empty() && well_formed(&s) => array(s),
         (_, Some(st)) => array(st.clone()),
         (_, None) => Vec::new(),
     };
+    // An existing object without managedFields stays without them until an apply.
+    if old.is_some() && entries.is_empty() {
+        return;
+    }
 
     let Some(old) = old else {
-        // A create: the writer owns everything, written as a tree in one walk.
-        let Ok(fields) = fields_of_new(new, lists).or_else(|_| fields_of_new(new, &Atomic)) else {
+        // A create: a change from the kind's Go zero value (for a custom resource, an empty
+        // object), so the fields that value holds are not the writer's own members.
+        let Some(fields) = fields_of_new(new, lists) else {
             return;
         };
         let entries = if fields.is_empty() {
@@ -50,8 +60,8 @@ pub fn record_update(
     };
     // A list with duplicate or missing keys is treated as atomic when the write changed it. One
     // in an unchanged part of the object is not looked at.
-    let Ok(touched) =
-        changed_fields(Some(old), new, lists).or_else(|_| changed_fields(Some(old), new, &Atomic))
+    let Ok(touched) = changed_fields(Some(old), new, lists)
+        .or_else(|_| changed_fields(Some(old), new, &AtomicLists(lists)))
     else {
         // Not reached (atomic lists cannot fail), but the stored entries are never dropped.
         put_entries(new, entries);
@@ -153,6 +163,25 @@ fn put_entries(obj: &mut Value, entries: Vec<Value>) {
     }) {
         meta.insert("managedFields".into(), Value::Array(entries));
     }
+}
+
+/// `[]` or `[{}]`: a client clearing managedFields.
+fn is_reset(sent: &Value) -> bool {
+    match sent.as_array().map(Vec::as_slice) {
+        Some([]) => true,
+        Some([one]) => one.as_object().is_some_and(Map::is_empty),
+        _ => false,
+    }
+}
+
+/// Entries kube-apiserver would decode: objects with FieldsV1 trees.
+fn well_formed(sent: &Value) -> bool {
+    sent.as_array().is_some_and(|entries| {
+        !entries.is_empty()
+            && entries.iter().all(|e| {
+                e["fieldsType"] == "FieldsV1" && e.get("fieldsV1").is_some_and(Value::is_object)
+            })
+    })
 }
 
 fn array(v: Value) -> Vec<Value> {
@@ -271,94 +300,17 @@ fn unmark(node: &mut Map<String, Value>, path: &[Pe], subtree: bool) -> bool {
 // What a create owns
 // ---------------------------------------------------------------------------------------------
 
-/// The fieldsV1 tree of everything in a new object: what `changed_fields(None, v)` lists, built
-/// as a tree directly. Errors on a list whose keys are duplicate or missing.
-fn fields_of_new(v: &Value, lists: &dyn ListTypes) -> Result<Map<String, Value>, String> {
-    let mut root = Map::new();
-    if let Value::Object(m) = v {
-        let (mut path, mut names) = (Vec::new(), Vec::new());
-        fields_of_object(m, &mut path, &mut names, lists, &mut root)?;
+/// The fieldsV1 tree of a new object: what changed from an empty one, whose fields take their Go
+/// zero values. A list whose keys are duplicate or missing is taken as atomic.
+fn fields_of_new(v: &Value, lists: &dyn ListTypes) -> Option<Map<String, Value>> {
+    let empty = Value::Object(Map::new());
+    let set = changed_fields(Some(&empty), v, lists)
+        .or_else(|_| changed_fields(Some(&empty), v, &AtomicLists(lists)))
+        .ok()?;
+    match set_to_fields(&set) {
+        Value::Object(m) => Some(m),
+        _ => None,
     }
-    Ok(root)
-}
-
-fn fields_of_object(
-    m: &Map<String, Value>,
-    path: &mut Path,
-    names: &mut Vec<String>,
-    lists: &dyn ListTypes,
-    into: &mut Map<String, Value>,
-) -> Result<(), String> {
-    for (k, x) in m {
-        path.push(Pe::Field(k.clone()));
-        names.push(k.clone());
-        let r = fields_of_value(x, format!("f:{k}"), path, names, lists, into);
-        names.pop();
-        path.pop();
-        r?;
-    }
-    Ok(())
-}
-
-/// Adds the node of `v` (at `path`) to `into` under `key`: a member, unless it is a set or map
-/// list (only its items are) or the top-level `metadata` (only its fields are).
-fn fields_of_value(
-    v: &Value,
-    key: String,
-    path: &mut Path,
-    names: &mut Vec<String>,
-    lists: &dyn ListTypes,
-    into: &mut Map<String, Value>,
-) -> Result<(), String> {
-    if is_ignored(path) {
-        return Ok(());
-    }
-    let mut children = Map::new();
-    let member = match v {
-        Value::Object(m) => {
-            fields_of_object(m, path, names, lists, &mut children)?;
-            !(path.len() == 1 && matches!(&path[0], Pe::Field(f) if f == "metadata"))
-        }
-        Value::Array(items) => {
-            let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            match lists.list_keys(&name_refs) {
-                None => true,
-                Some(keys) => {
-                    let mut seen = std::collections::BTreeSet::new();
-                    for it in items {
-                        let pe = if keys.is_empty() {
-                            Pe::Val(it.clone())
-                        } else {
-                            item_key(it, &keys)?
-                        };
-                        if !seen.insert(pe.clone()) {
-                            return Err(format!("duplicate entries for key {}", pe.display()));
-                        }
-                        let mut item = Map::new();
-                        if let (false, Value::Object(m)) = (keys.is_empty(), it) {
-                            path.push(pe.clone());
-                            let r = fields_of_object(m, path, names, lists, &mut item);
-                            path.pop();
-                            r?;
-                            if !item.is_empty() {
-                                item.insert(".".into(), Value::Object(Map::new()));
-                            }
-                        }
-                        children.insert(pe.encode(), Value::Object(item));
-                    }
-                    false
-                }
-            }
-        }
-        _ => true,
-    };
-    if member && !children.is_empty() {
-        children.insert(".".into(), Value::Object(Map::new()));
-    }
-    if member || !children.is_empty() {
-        into.insert(key, Value::Object(children));
-    }
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -416,8 +368,10 @@ fn removed(
                     }
                 }
                 Some(keys) => {
+                    let defaults = key_defaults(lists, &name_refs, &keys);
+                    drop(name_refs);
                     for it in oi {
-                        let Ok(pe) = item_key(it, &keys) else {
+                        let Ok(pe) = item_key(it, &keys, &defaults) else {
                             continue;
                         };
                         let after = ni.iter().find(|n| item_matches(n, &pe));
@@ -442,11 +396,12 @@ fn removed(
         (Value::Array(oi), _) => {
             let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
             if let Some(keys) = lists.list_keys(&name_refs) {
+                let defaults = key_defaults(lists, &name_refs, &keys);
                 for it in oi {
                     let pe = if keys.is_empty() {
                         Some(Pe::Val(it.clone()))
                     } else {
-                        item_key(it, &keys).ok()
+                        item_key(it, &keys, &defaults).ok()
                     };
                     if let Some(pe) = pe {
                         path.push(pe);
@@ -484,6 +439,14 @@ mod tests {
                 _ => None,
             }
         }
+
+        fn zero(&self, path: &[&str]) -> Option<Value> {
+            match path {
+                ["metadata"] | ["spec"] => Some(json!({})),
+                ["spec", "containers"] => Some(Value::Null),
+                _ => None,
+            }
+        }
     }
 
     /// The set-based form this module replaced: every entry decoded into a path set, each path
@@ -501,8 +464,10 @@ mod tests {
             strip_managed_fields(o);
         }
         strip_managed_fields(new);
-        let touched = changed_fields(old_clean.as_ref(), new, &Types)
-            .or_else(|_| changed_fields(old_clean.as_ref(), new, &Atomic))
+        // A create compares with an empty object.
+        let before = old_clean.unwrap_or_else(|| json!({}));
+        let touched = changed_fields(Some(&before), new, &Types)
+            .or_else(|_| changed_fields(Some(&before), new, &AtomicLists(&Types)))
             .expect("fields");
         let is_me = |e: &Entry| {
             !e.is_apply()
@@ -637,29 +602,30 @@ mod tests {
         }
     }
 
-    /// A create's tree is the set-based walk's set, encoded.
+    /// A create owns what changed from the Go zero value: the structs and nil lists that value
+    /// holds are no members of their own; added maps, lists and list items are.
     #[rstest]
     #[case::configmap(json!({"apiVersion": "v1", "kind": "X",
         "metadata": {"name": "n", "labels": {"a": "1"}, "finalizers": ["x", "y"]},
-        "data": {"k": "v", "n": null, "empty": {}}}))]
-    #[case::keyed_and_atomic_lists(json!({"metadata": {"name": "n"},
+        "data": {"k": "v", "n": null, "empty": {}}}),
+        json!({"f:data": {".": {}, "f:empty": {}, "f:k": {}, "f:n": {}},
+               "f:metadata": {"f:finalizers": {".": {}, "v:\"x\"": {}, "v:\"y\"": {}},
+                              "f:labels": {".": {}, "f:a": {}}}}))]
+    #[case::zero_struct_and_nil_list(json!({"metadata": {"name": "n"},
         "spec": {"containers": [{"name": "a", "image": "1", "args": ["x"]}, {"name": "b"}], "args": ["p", "q"]},
-        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}))]
-    #[case::only_ignored_metadata(json!({"metadata": {"name": "n", "uid": "u"}, "spec": {}}))]
-    #[case::duplicate_keys_fall_back_to_atomic(json!({"spec": {"containers": [{"name": "a"}, {"name": "a"}]}}))]
-    #[case::missing_key_falls_back_to_atomic(json!({"spec": {"containers": [{"image": "a"}]}}))]
-    fn a_creates_tree_matches_the_set_based_walk(#[case] obj: Value) {
-        let expected = changed_fields(None, &obj, &Types)
-            .or_else(|_| changed_fields(None, &obj, &Atomic))
-            .expect("fields");
-        let tree = fields_of_new(&obj, &Types)
-            .or_else(|_| fields_of_new(&obj, &Atomic))
-            .expect("tree");
-        assert_eq!(Value::Object(tree), set_to_fields(&expected));
-        assert_eq!(
-            fields_of_new(&obj, &Types).is_err(),
-            changed_fields(None, &obj, &Types).is_err()
-        );
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        json!({"f:spec": {"f:args": {}, "f:containers": {
+                   "k:{\"name\":\"a\"}": {".": {}, "f:args": {}, "f:image": {}, "f:name": {}},
+                   "k:{\"name\":\"b\"}": {".": {}, "f:name": {}}}},
+               "f:status": {".": {}, "f:conditions": {".": {}, "k:{\"type\":\"Ready\"}": {
+                   ".": {}, "f:status": {}, "f:type": {}}}}}))]
+    #[case::only_ignored_metadata(json!({"metadata": {"name": "n", "uid": "u"}, "spec": {}}), json!({}))]
+    #[case::duplicate_keys_fall_back_to_atomic(
+        json!({"spec": {"containers": [{"name": "a"}, {"name": "a"}]}}),
+        json!({"f:spec": {"f:containers": {}}})
+    )]
+    fn a_create_owns_what_the_zero_value_lacks(#[case] obj: Value, #[case] fields: Value) {
+        assert_eq!(fields_of_new(&obj, &Types).map(Value::Object), Some(fields));
     }
 
     #[rstest]

@@ -49,6 +49,7 @@ mod crd;
 mod crd_openapi;
 pub(crate) mod crud;
 mod deletion;
+mod managed_fields;
 mod meta_validation;
 mod params;
 mod patch_errors;
