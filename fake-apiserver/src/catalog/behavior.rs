@@ -4,6 +4,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::semantics::admission::{
+    Admit, AdmitCtx, Operation, Refused, admit_event, admit_namespace, admit_node, admit_pod,
+};
 use crate::semantics::event_versions::{core_to_events_v1, events_v1_to_core};
 
 /// How `metadata.name` is validated.
@@ -54,6 +57,12 @@ pub struct Behavior {
     pub returns_deleted_object: bool,
     /// Create-time defaulting, after status has been reset.
     pub defaults: Option<fn(&mut Value, &mut DefaultCtx<'_>)>,
+    /// The defaults kube-apiserver applies when it decodes any write (create, update, the result
+    /// of a patch), before the writer's fields are recorded: the writer owns them.
+    pub decode_defaults: Option<fn(&mut Value)>,
+    /// Admission and the registry strategy, after the writer's fields are recorded (so never in
+    /// managedFields); a refusal is 403.
+    pub admit: Option<Admit>,
     pub convert: Option<Converter>,
     pub lifecycle: Lifecycle,
     /// For create-only kinds (reviews): fills in the answer's status.
@@ -66,6 +75,8 @@ const PLAIN: Behavior = Behavior {
     keep_status_on_create: false,
     returns_deleted_object: false,
     defaults: None,
+    decode_defaults: None,
+    admit: None,
     convert: None,
     lifecycle: Lifecycle::Plain,
     review: None,
@@ -145,23 +156,27 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
             "status.nominatedNodeName",
         ],
         returns_deleted_object: true,
-        defaults: Some(default_pod),
+        decode_defaults: Some(default_pod),
+        admit: Some(admit_pod),
         ..PLAIN
     };
     static NODES: Behavior = Behavior {
         field_selectors: &["spec.unschedulable"],
         keep_status_on_create: true,
+        admit: Some(admit_node),
         ..PLAIN
     };
     static NAMESPACES: Behavior = Behavior {
         field_selectors: &["status.phase"],
         name_rule: NameRule::Label,
-        defaults: Some(default_namespace),
+        decode_defaults: Some(default_namespace),
+        admit: Some(admit_namespace),
         lifecycle: Lifecycle::Namespace,
         ..PLAIN
     };
     static EVENTS: Behavior = Behavior {
         field_selectors: EVENT_FIELDS,
+        admit: Some(admit_event),
         ..PLAIN
     };
     static EVENTS_V1: Behavior = Behavior {
@@ -170,21 +185,35 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
             to_storage: events_v1_to_core,
             from_storage: core_to_events_v1,
         }),
+        admit: Some(admit_event),
         ..PLAIN
     };
     static SECRETS: Behavior = Behavior {
         field_selectors: &["type"],
-        defaults: Some(default_secret),
+        decode_defaults: Some(default_secret),
         ..PLAIN
     };
     static SERVICES: Behavior = Behavior {
         field_selectors: &["spec.clusterIP", "spec.type"],
+        name_rule: NameRule::Label,
+        // kube-apiserver's REST storage answers a deleted Service, ServiceAccount or
+        // PodTemplate itself.
+        returns_deleted_object: true,
         defaults: Some(default_service),
+        ..PLAIN
+    };
+    static SERVICE_ACCOUNTS: Behavior = Behavior {
+        returns_deleted_object: true,
+        ..PLAIN
+    };
+    static PRIORITY_CLASSES: Behavior = Behavior {
+        decode_defaults: Some(default_priority_class),
         ..PLAIN
     };
     static JOBS: Behavior = Behavior {
         field_selectors: &["status.successful"],
-        defaults: Some(default_job),
+        decode_defaults: Some(default_job),
+        admit: Some(admit_job),
         ..PLAIN
     };
     static REPLICATION_CONTROLLERS: Behavior = Behavior {
@@ -196,27 +225,28 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         ..PLAIN
     };
     static DEPLOYMENTS: Behavior = Behavior {
-        defaults: Some(default_deployment),
+        decode_defaults: Some(default_deployment),
         ..PLAIN
     };
     static REPLICASETS: Behavior = Behavior {
-        defaults: Some(default_replicaset),
+        decode_defaults: Some(default_replicaset),
         ..PLAIN
     };
     static STATEFULSETS: Behavior = Behavior {
-        defaults: Some(default_statefulset),
+        decode_defaults: Some(default_statefulset),
         ..PLAIN
     };
     static DAEMONSETS: Behavior = Behavior {
-        defaults: Some(default_daemonset),
+        decode_defaults: Some(default_daemonset),
         ..PLAIN
     };
     static PODTEMPLATES: Behavior = Behavior {
-        defaults: Some(default_podtemplate),
+        returns_deleted_object: true,
+        decode_defaults: Some(default_podtemplate),
         ..PLAIN
     };
     static CRONJOBS: Behavior = Behavior {
-        defaults: Some(default_cronjob),
+        decode_defaults: Some(default_cronjob),
         ..PLAIN
     };
     static RBAC: Behavior = Behavior {
@@ -253,6 +283,8 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         ("events.k8s.io", "events") => &EVENTS_V1,
         ("", "secrets") => &SECRETS,
         ("", "services") => &SERVICES,
+        ("", "serviceaccounts") => &SERVICE_ACCOUNTS,
+        ("scheduling.k8s.io", "priorityclasses") => &PRIORITY_CLASSES,
         ("batch", "jobs") => &JOBS,
         ("", "replicationcontrollers") => &REPLICATION_CONTROLLERS,
         ("apps", "deployments") => &DEPLOYMENTS,
@@ -322,12 +354,14 @@ fn set_default(map: &mut Map<String, Value>, key: &str, value: Value) {
     map.entry(key.to_string()).or_insert(value);
 }
 
-fn default_namespace(ns: &mut Value, ctx: &mut DefaultCtx<'_>) {
-    let spec = obj_mut(ns, "spec");
-    set_default(spec, "finalizers", json!(["kubernetes"]));
-    ns["status"] = json!({"phase": "Active"});
+/// The name label a Namespace carries; a generated name gets it later, from admission.
+fn default_namespace(ns: &mut Value) {
+    let Some(name) = ns["metadata"]["name"].as_str().filter(|n| !n.is_empty()) else {
+        return;
+    };
+    let name = json!(name);
     let labels = obj_mut(obj_mut_value(ns, "metadata"), "labels");
-    labels.insert("kubernetes.io/metadata.name".into(), json!(ctx.name));
+    labels.insert("kubernetes.io/metadata.name".into(), name);
 }
 
 fn obj_mut_value<'a>(v: &'a mut Value, key: &str) -> &'a mut Value {
@@ -335,51 +369,60 @@ fn obj_mut_value<'a>(v: &'a mut Value, key: &str) -> &'a mut Value {
     &mut v[key]
 }
 
-fn default_secret(secret: &mut Value, _: &mut DefaultCtx<'_>) {
-    if let Some(m) = secret.as_object_mut() {
-        set_default(m, "type", json!("Opaque"));
+/// `stringData` is write-only: kube-apiserver's conversion merges it into `data` (base64, a
+/// stringData key wins) and never stores it.
+fn default_secret(secret: &mut Value) {
+    use base64::Engine as _;
+    let Some(m) = secret.as_object_mut() else {
+        return;
+    };
+    set_default(m, "type", json!("Opaque"));
+    let Some(Value::Object(string_data)) = m.remove("stringData") else {
+        return;
+    };
+    if string_data.is_empty() {
+        return;
+    }
+    if !m.get("data").is_some_and(Value::is_object) {
+        m.insert("data".into(), json!({}));
+    }
+    if let Some(data) = m.get_mut("data").and_then(Value::as_object_mut) {
+        for (k, v) in string_data {
+            let text = v.as_str().unwrap_or("");
+            let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+            data.insert(k, json!(encoded));
+        }
     }
 }
 
-fn default_pod(pod: &mut Value, _: &mut DefaultCtx<'_>) {
-    let qos = qos_class(pod);
+fn default_priority_class(pc: &mut Value) {
+    if let Some(m) = pc.as_object_mut() {
+        set_default(m, "preemptionPolicy", json!("PreemptLowerPriority"));
+    }
+}
+
+/// A Pod's decode-time defaults: its template's, service links, and the deprecated
+/// `serviceAccount` mirroring `serviceAccountName` (the v1 conversion keeps them equal).
+fn default_pod(pod: &mut Value) {
+    default_template(pod);
     let spec = obj_mut(pod, "spec");
-    set_default(spec, "restartPolicy", json!("Always"));
-    set_default(spec, "dnsPolicy", json!("ClusterFirst"));
-    set_default(spec, "schedulerName", json!("default-scheduler"));
-    set_default(spec, "terminationGracePeriodSeconds", json!(30));
     set_default(spec, "enableServiceLinks", json!(true));
-    pod["status"] = json!({"phase": "Pending", "qosClass": qos});
-}
-
-/// The pod's QoS class from its containers' requests and limits.
-fn qos_class(pod: &Value) -> &'static str {
-    let containers = pod["spec"]["containers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let mut any = false;
-    let mut guaranteed = !containers.is_empty();
-    for c in &containers {
-        let requests = c["resources"]["requests"].as_object();
-        let limits = c["resources"]["limits"].as_object();
-        if requests.is_some_and(|r| !r.is_empty()) || limits.is_some_and(|l| !l.is_empty()) {
-            any = true;
+    let name = spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty());
+    let old = spec
+        .get("serviceAccount")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty());
+    match (name.map(str::to_string), old.map(str::to_string)) {
+        (Some(n), _) => {
+            spec.insert("serviceAccount".into(), json!(n));
         }
-        for res in ["cpu", "memory"] {
-            let limit = limits.and_then(|l| l.get(res));
-            let request = requests.and_then(|r| r.get(res)).or(limit);
-            if limit.is_none() || request != limit {
-                guaranteed = false;
-            }
+        (None, Some(o)) => {
+            spec.insert("serviceAccountName".into(), json!(o));
         }
-    }
-    if !any {
-        "BestEffort"
-    } else if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
+        (None, None) => {}
     }
 }
 
@@ -403,6 +446,16 @@ fn default_template(template: &mut Value) {
         };
         for c in containers.iter_mut().filter_map(Value::as_object_mut) {
             default_container(c);
+        }
+    }
+    if let Some(volumes) = spec.get_mut("volumes").and_then(Value::as_array_mut) {
+        for v in volumes.iter_mut().filter_map(Value::as_object_mut) {
+            // File-backed volume sources default their files' mode to 0644.
+            for source in ["secret", "configMap", "projected", "downwardAPI"] {
+                if let Some(src) = v.get_mut(source).and_then(Value::as_object_mut) {
+                    set_default(src, "defaultMode", json!(420));
+                }
+            }
         }
     }
 }
@@ -438,11 +491,11 @@ fn spec_template(obj: &mut Value) -> &mut Value {
     obj_mut_value(obj_mut_value(obj, "spec"), "template")
 }
 
-fn default_podtemplate(pt: &mut Value, _: &mut DefaultCtx<'_>) {
+fn default_podtemplate(pt: &mut Value) {
     default_template(obj_mut_value(pt, "template"));
 }
 
-fn default_deployment(d: &mut Value, _: &mut DefaultCtx<'_>) {
+fn default_deployment(d: &mut Value) {
     default_template(spec_template(d));
     let spec = obj_mut(d, "spec");
     set_default(spec, "replicas", json!(1));
@@ -461,12 +514,12 @@ fn default_deployment(d: &mut Value, _: &mut DefaultCtx<'_>) {
     set_default(spec, "progressDeadlineSeconds", json!(600));
 }
 
-fn default_replicaset(rs: &mut Value, _: &mut DefaultCtx<'_>) {
+fn default_replicaset(rs: &mut Value) {
     default_template(spec_template(rs));
     set_default(obj_mut(rs, "spec"), "replicas", json!(1));
 }
 
-fn default_statefulset(ss: &mut Value, _: &mut DefaultCtx<'_>) {
+fn default_statefulset(ss: &mut Value) {
     default_template(spec_template(ss));
     let spec = obj_mut(ss, "spec");
     set_default(spec, "replicas", json!(1));
@@ -489,7 +542,7 @@ fn default_statefulset(ss: &mut Value, _: &mut DefaultCtx<'_>) {
     set_default(retention, "whenScaled", json!("Retain"));
 }
 
-fn default_daemonset(ds: &mut Value, _: &mut DefaultCtx<'_>) {
+fn default_daemonset(ds: &mut Value) {
     default_template(spec_template(ds));
     let spec = obj_mut(ds, "spec");
     let strategy = spec
@@ -506,7 +559,7 @@ fn default_daemonset(ds: &mut Value, _: &mut DefaultCtx<'_>) {
     set_default(spec, "revisionHistoryLimit", json!(10));
 }
 
-fn default_cronjob(cj: &mut Value, _: &mut DefaultCtx<'_>) {
+fn default_cronjob(cj: &mut Value) {
     let spec = obj_mut(cj, "spec");
     set_default(spec, "concurrencyPolicy", json!("Allow"));
     set_default(spec, "suspend", json!(false));
@@ -556,9 +609,9 @@ fn default_service(svc: &mut Value, ctx: &mut DefaultCtx<'_>) {
     svc["status"] = json!({"loadBalancer": {}});
 }
 
-fn default_job(job: &mut Value, ctx: &mut DefaultCtx<'_>) {
-    let uid = ctx.uid.to_string();
-    let name = ctx.name.to_string();
+/// A Job's decode-time defaults. Its selector and the labels that match it come later, from the
+/// strategy ([`admit_job`]).
+fn default_job(job: &mut Value) {
     let spec = obj_mut(job, "spec");
     // As Kubernetes' SetDefaults_Job: a Job with neither field is one pod run once; a Job with
     // only a parallelism is a work queue and keeps completions unset.
@@ -570,8 +623,40 @@ fn default_job(job: &mut Value, ctx: &mut DefaultCtx<'_>) {
     set_default(spec, "completionMode", json!("NonIndexed"));
     set_default(spec, "suspend", json!(false));
     set_default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
-    let manual = spec.get("manualSelector") == Some(&json!(true));
-    if !manual {
+    set_default(spec, "manualSelector", json!(false));
+    default_template(spec_template(job));
+    copy_template_labels(job);
+}
+
+/// A Job without labels of its own takes its pod template's.
+fn copy_template_labels(job: &mut Value) {
+    let has_own = job["metadata"]["labels"]
+        .as_object()
+        .is_some_and(|l| !l.is_empty());
+    let template = job["spec"]["template"]["metadata"]["labels"].clone();
+    if !has_own && template.as_object().is_some_and(|l| !l.is_empty()) {
+        obj_mut(job, "metadata").insert("labels".into(), template);
+    }
+}
+
+/// The Job strategy on create: the selector on the Job's own uid and the template labels it
+/// matches (unless the selector is manual), and an empty status.
+fn admit_job(job: &mut Value, ctx: &AdmitCtx<'_>) -> Result<(), Refused> {
+    if ctx.op != Operation::Create {
+        return Ok(());
+    }
+    let uid = ctx.uid.to_string();
+    let name = job["metadata"]["name"].as_str().unwrap_or("").to_string();
+    // Go's SetDefaults_Job hands the Job its template's label map itself, so the labels added
+    // below show on the Job too; a generated name goes through a copy that breaks the sharing.
+    let template_labels = job["spec"]["template"]["metadata"]["labels"].clone();
+    let shared = template_labels.as_object().is_some_and(|l| !l.is_empty())
+        && job["metadata"]["labels"] == template_labels
+        && job["metadata"]["generateName"]
+            .as_str()
+            .is_none_or(str::is_empty);
+    let spec = obj_mut(job, "spec");
+    if spec.get("manualSelector") != Some(&json!(true)) {
         spec.insert(
             "selector".into(),
             json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
@@ -583,8 +668,12 @@ fn default_job(job: &mut Value, ctx: &mut DefaultCtx<'_>) {
         labels.insert("controller-uid".into(), json!(uid));
         labels.insert("job-name".into(), json!(name));
     }
-    default_template(spec_template(job));
+    if shared {
+        job["metadata"]["labels"] = job["spec"]["template"]["metadata"]["labels"].clone();
+    }
+    copy_template_labels(job);
     job["status"] = json!({});
+    Ok(())
 }
 
 /// The status a real server gives an accepted CRD: names accepted and established at once (the real
@@ -628,10 +717,28 @@ mod tests {
         ip
     }
 
+    struct NoObjects;
+    impl crate::semantics::admission::Cluster for NoObjects {
+        fn get(&self, _: &str, _: &str, _: &str, _: &str) -> Option<std::sync::Arc<Value>> {
+            None
+        }
+        fn list(&self, _: &str, _: &str) -> Vec<std::sync::Arc<Value>> {
+            Vec::new()
+        }
+    }
+
     #[test]
     fn jobs_get_the_controller_uid_selector_and_template_labels() {
-        let mut job = json!({"spec": {"template": {"spec": {"containers": []}}}});
-        ctx_default(&mut job, default_job);
+        let mut job =
+            json!({"metadata": {"name": "n"}, "spec": {"template": {"spec": {"containers": []}}}});
+        default_job(&mut job);
+        let ctx = AdmitCtx {
+            op: Operation::Create,
+            old: None,
+            uid: "u-1",
+            cluster: &NoObjects,
+        };
+        admit_job(&mut job, &ctx).unwrap();
         assert_eq!(
             job["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"],
             "u-1"
@@ -640,6 +747,7 @@ mod tests {
             job["spec"]["template"]["metadata"]["labels"]["job-name"],
             "n"
         );
+        assert_eq!(job["metadata"]["labels"]["job-name"], "n");
         assert_eq!(job["spec"]["suspend"], false);
         assert_eq!(job["spec"]["completions"], 1);
         assert_eq!(job["spec"]["parallelism"], 1);
@@ -648,22 +756,19 @@ mod tests {
     #[test]
     fn a_work_queue_job_keeps_completions_unset() {
         let mut job = json!({"spec": {"parallelism": 4, "template": {"spec": {"containers": []}}}});
-        ctx_default(&mut job, default_job);
+        default_job(&mut job);
         assert_eq!(job["spec"]["parallelism"], 4);
         assert!(job["spec"].get("completions").is_none(), "{job}");
     }
 
     #[test]
-    fn pods_start_pending_with_their_qos_class() {
-        let mut pod = json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}});
-        ctx_default(&mut pod, default_pod);
+    fn secret_string_data_is_merged_into_data() {
+        let mut secret = json!({"data": {"a": "YQ=="}, "stringData": {"a": "over", "b": "bee"}});
+        default_secret(&mut secret);
         assert_eq!(
-            pod["status"],
-            json!({"phase": "Pending", "qosClass": "Guaranteed"})
+            secret,
+            json!({"type": "Opaque", "data": {"a": "b3Zlcg==", "b": "YmVl"}})
         );
-        let mut pod = json!({"spec": {"containers": [{"name": "c"}]}});
-        ctx_default(&mut pod, default_pod);
-        assert_eq!(pod["status"]["qosClass"], "BestEffort");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Pure API semantics, testable without HTTP: names, selectors, patches, metadata validation,
 //! event version conversion.
 
+pub mod admission;
 pub mod apply;
 pub mod event_versions;
 pub mod go_decode;

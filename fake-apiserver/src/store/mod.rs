@@ -2,6 +2,7 @@
 //! watches resume from, and the indexes the garbage collector needs. Plain data and functions, no
 //! IO: the HTTP layer calls these under one lock, so every write is atomic and totally ordered.
 
+mod admit;
 mod apply;
 mod lifecycle;
 mod observe;

@@ -244,6 +244,9 @@ impl Store {
             Some(c) => (c.to_storage)(&obj),
             None => obj,
         };
+        if let Some(defaults) = rt.behavior.decode_defaults {
+            defaults(&mut obj);
+        }
         if obj["metadata"]["name"].as_str().unwrap_or("").is_empty()
             && let Some(prefix) = obj["metadata"]["generateName"]
                 .as_str()
@@ -319,6 +322,7 @@ impl Store {
             obj["status"] = crate::catalog::crd_status_at(&obj, &self.clock.now_rfc3339());
         }
         self.record_manager(rt, None, &mut obj, &opts.field_manager, Subresource::Main);
+        self.admit(rt, None, &mut obj)?;
         if opts.dry_run {
             return Ok(Answer::Uncommitted(render(rt, &obj)));
         }
@@ -515,10 +519,14 @@ impl Store {
                 ),
             ));
         }
-        let incoming = match rt.behavior.convert {
+        let mut incoming = match rt.behavior.convert {
             Some(c) => (c.to_storage)(&obj),
             None => obj,
         };
+        if let Some(defaults) = rt.behavior.decode_defaults {
+            defaults(&mut incoming);
+        }
+        self.admit(rt, Some(&old), &mut incoming)?;
         let new = self.merge_update(rt, &old, incoming, sub)?;
         self.write_update(rt, key, &old, new, sub, opts)
     }

@@ -48,6 +48,7 @@ mod bytes;
 mod crd;
 mod crd_openapi;
 pub(crate) mod crud;
+mod defaults;
 mod deletion;
 mod managed_fields;
 mod meta_validation;
