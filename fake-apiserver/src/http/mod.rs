@@ -209,16 +209,16 @@ where
         Route::Health => return text_response(200, "ok"),
         Route::CoreVersions | Route::Groups if aggregated.is_some() => {
             let media_type = aggregated.unwrap_or(discovery::AGGREGATED_V2);
-            let body = discovery::aggregated(
-                shared.store().catalog(),
-                route == Route::CoreVersions,
-                media_type,
-            );
+            let body =
+                discovery::aggregated(shared.store().catalog(), route == Route::CoreVersions);
             let mut resp = json_response(200, &body);
             if let Ok(v) = header::HeaderValue::from_str(media_type) {
                 resp.headers_mut().insert(header::CONTENT_TYPE, v);
             }
             Ok(resp)
+        }
+        Route::CoreVersions | Route::Groups if discovery::not_acceptable(accept).is_some() => {
+            Err(discovery::not_acceptable(accept).unwrap_or_else(ApiError::unknown_path))
         }
         Route::CoreVersions => Ok(json_response(200, &discovery::core_versions())),
         Route::Groups => Ok(json_response(
@@ -229,12 +229,15 @@ where
             .map(|v| json_response(200, &v))
             .ok_or_else(ApiError::unknown_path),
         Route::Resources { group, version } => {
-            discovery::resources(shared.store().catalog(), &group, &version)
+            discovery::resources(&shared.store(), &group, &version)
                 .map(|v| json_response(200, &v))
                 .ok_or_else(ApiError::unknown_path)
         }
         Route::Resource(path) => {
-            let view = View::from_accept(accept);
+            let view = match View::from_accept(accept, query.get("includeObject")) {
+                Ok(view) => view,
+                Err(e) => return error_response(&e),
+            };
             let user_agent = parts
                 .headers
                 .get(header::USER_AGENT)
@@ -409,17 +412,22 @@ fn list_version(query: &Query) -> ApiResult<(Option<u64>, bool)> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum View {
     Full,
-    Table,
+    Table(table::TableOptions),
     Metadata,
     MetadataList,
 }
 
 impl View {
-    fn from_accept(accept: &str) -> View {
+    fn from_accept(accept: &str, include_object: Option<&str>) -> ApiResult<View> {
         let first = accept.split(',').next().unwrap_or("");
         let params: Vec<&str> = first.split(';').map(str::trim).collect();
-        if table::wants_table(accept) {
-            View::Table
+        Ok(if let Some(asked) = table::requested(accept) {
+            match asked {
+                Ok(beta) => View::Table(table::TableOptions::new(beta, include_object)?),
+                // A Table version that is not served: the next media type, if any, answers.
+                Err(_) if Self::has_fallback(accept) => View::Full,
+                Err(e) => return Err(e),
+            }
         } else if !params.contains(&"g=meta.k8s.io") {
             View::Full
         } else if params.contains(&"as=PartialObjectMetadata") {
@@ -428,7 +436,7 @@ impl View {
             View::MetadataList
         } else {
             View::Full
-        }
+        })
     }
 
     /// Whether the Accept header offers plain objects after its first choice, for when that
@@ -457,7 +465,7 @@ impl View {
         match self {
             View::Full => obj,
             View::Metadata | View::MetadataList => Self::metadata_only(&obj),
-            View::Table => table::table(rt, rt.printer_columns.as_deref(), &[obj], rv, None, now),
+            View::Table(opts) => table::table(rt, &[obj], table::object_metadata(rv), now, opts),
         }
     }
 
@@ -533,13 +541,16 @@ impl View {
                 list["items"] = Value::Array(page.items.iter().map(Self::metadata_only).collect());
                 list
             }
-            View::Table => table::table(
+            View::Table(opts) => table::table(
                 rt,
-                rt.printer_columns.as_deref(),
                 &page.items,
-                &page.resource_version.to_string(),
-                page.continue_token.as_deref(),
+                table::list_metadata(
+                    page.resource_version,
+                    page.continue_token.as_deref(),
+                    page.remaining,
+                ),
                 now,
+                opts,
             ),
         })
     }

@@ -155,16 +155,21 @@ struct Sink {
     rt: Arc<ResourceType>,
     p: Params,
     last_rv: u64,
+    /// A Table watch has sent its column definitions (kube-apiserver sends them once).
+    columns_sent: bool,
 }
 
 impl Sink {
     /// An object as the watch's view (Table, metadata only) asks.
-    fn viewed_line(&self, kind: &str, obj: Value) -> Bytes {
+    fn viewed_line(&mut self, kind: &str, obj: Value) -> Bytes {
         let rv = obj["metadata"]["resourceVersion"]
             .as_str()
             .unwrap_or("")
             .to_string();
-        let viewed = self.p.view.single(&self.rt, obj, &rv, self.clock.now());
+        let mut viewed = self.p.view.single(&self.rt, obj, &rv, self.clock.now());
+        if std::mem::replace(&mut self.columns_sent, true) {
+            super::table::drop_column_definitions(&mut viewed);
+        }
         event_line(kind, &viewed)
     }
 
@@ -244,6 +249,7 @@ impl Watch {
                 rt,
                 p,
                 last_rv: resource_version,
+                columns_sent: false,
             },
             shared,
             backlog: initial.into_iter().chain(replay),

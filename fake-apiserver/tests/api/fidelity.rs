@@ -185,7 +185,16 @@ async fn deployment_and_event_tables_have_their_real_columns() {
         .collect();
     assert_eq!(
         columns,
-        vec!["Name", "Ready", "Up-to-date", "Available", "Age"]
+        vec![
+            "Name",
+            "Ready",
+            "Up-to-date",
+            "Available",
+            "Age",
+            "Containers",
+            "Images",
+            "Selector"
+        ]
     );
     let cells = table["rows"][0]["cells"].as_array().expect("cells");
     assert_eq!(cells[..4], [json!("web"), json!("0/3"), json!(0), json!(0)]);
@@ -199,6 +208,17 @@ async fn deployment_and_event_tables_have_their_real_columns() {
         .collect();
     assert_eq!(
         columns,
-        vec!["Last Seen", "Type", "Reason", "Object", "Message"]
+        vec![
+            "Last Seen",
+            "Type",
+            "Reason",
+            "Object",
+            "Subobject",
+            "Source",
+            "Message",
+            "First Seen",
+            "Count",
+            "Name"
+        ]
     );
 }

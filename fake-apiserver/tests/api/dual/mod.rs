@@ -58,6 +58,7 @@ mod scale;
 mod schema_composition;
 mod semantics;
 mod subresources;
+mod tables_discovery;
 mod validation;
 pub(crate) mod watch_list;
 
