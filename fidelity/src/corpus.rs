@@ -157,6 +157,23 @@ impl Sequence {
         self
     }
 
+    /// The `generateName` prefixes its requests send.
+    pub fn generate_names(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .steps
+            .iter()
+            .filter_map(|s| s.body.as_ref())
+            .filter_map(|b| {
+                b.pointer("/metadata/generateName")?
+                    .as_str()
+                    .map(String::from)
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Its name with the suffix: what `{seq}` stands for.
     pub fn unique_name(&self) -> String {
         match self.suffix.as_str() {

@@ -47,8 +47,9 @@ pub async fn run(
             replay::sequence(reference, seq, true)
         );
         let (mut f, mut r) = (f?, r?);
-        normalise::sequence(&mut f.answers);
-        normalise::sequence(&mut r.answers);
+        let prefixes = seq.generate_names();
+        normalise::sequence(&mut f.answers, &prefixes);
+        normalise::sequence(&mut r.answers, &prefixes);
         if ignore_key_order {
             for a in f.answers.iter_mut().chain(r.answers.iter_mut()) {
                 a.body

@@ -28,15 +28,34 @@ static TIME_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
 /// A resourceVersion quoted in a text: `ResourceVersion in precondition: 12`,
 /// `\"resourceVersion\":\"12\"`, `resourceVersion: "12"`.
 static RV_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(resourceVersion(?: in [a-z ]+)?[\\": ]{1,8}|resource version[: ]{1,2})(\d+)"#)
-        .expect("regex")
+    Regex::new(
+        r#"(?i)(resourceVersion(?: in [a-z ]+)?[\\": ]{1,8}|resource version[: ]{1,2})(\d+)"#,
+    )
+    .expect("regex")
 });
 static JWT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^eyJ[\w-]+\.[\w-]+\.[\w-]+$").expect("regex"));
 
-/// Normalise one server's answers to one sequence, in place.
-pub fn sequence(answers: &mut [Answer]) {
-    let mut state = State::default();
+/// Longest prefix kept of a `generateName` (apiserver's storage names generator: 63 minus the
+/// five random characters).
+const MAX_GENERATE_PREFIX: usize = 58;
+
+/// Names the server makes on its own, with five random characters after these prefixes: the
+/// ServiceAccount admission plugin's projected token volume.
+const SERVER_MADE_PREFIXES: &[&str] = &["kube-api-access-"];
+
+/// Normalise one server's answers to one sequence, in place. `generate_names` are the
+/// `generateName` prefixes the sequence's requests sent: a refused object's made-up name shows
+/// only in the error, with no `generateName` beside it.
+pub fn sequence(answers: &mut [Answer], generate_names: &[String]) {
+    let mut state = State {
+        prefixes: generate_names
+            .iter()
+            .map(|p| p.chars().take(MAX_GENERATE_PREFIX).collect())
+            .chain(SERVER_MADE_PREFIXES.iter().map(|p| p.to_string()))
+            .collect(),
+        ..State::default()
+    };
     for a in answers.iter() {
         for doc in a.body.documents() {
             state.collect(doc);
@@ -69,6 +88,7 @@ struct State {
     uids: usize,
     ips: usize,
     generated: HashMap<String, usize>,
+    prefixes: Vec<String>,
 }
 
 impl State {
@@ -86,13 +106,9 @@ impl State {
                     if let (Some(prefix), Some(name)) = (
                         meta.get("generateName").and_then(Json::as_str),
                         meta.get("name").and_then(Json::as_str),
-                    ) && name.starts_with(prefix)
-                        && name != prefix
-                        && !self.names.contains_key(name)
-                    {
-                        let n = self.generated.entry(prefix.to_string()).or_default();
-                        *n += 1;
-                        self.names.insert(name.to_string(), format!("{prefix}#{n}"));
+                    ) {
+                        let prefix: String = prefix.chars().take(MAX_GENERATE_PREFIX).collect();
+                        self.generated_name(&prefix, name);
                     }
                 }
                 for (k, v) in members {
@@ -108,6 +124,11 @@ impl State {
                                 self.names
                                     .insert(ip.to_string(), format!("ip-{}", self.ips));
                             }
+                        }
+                    }
+                    if let Some(text) = v.as_str() {
+                        for prefix in self.prefixes.clone() {
+                            self.generated_name(&prefix, text);
                         }
                     }
                     if k == "uid"
@@ -127,6 +148,21 @@ impl State {
         }
     }
 
+    /// `name` made from `prefix` by the server (five random characters after it) gets its
+    /// placeholder `<prefix>#N`.
+    fn generated_name(&mut self, prefix: &str, name: &str) {
+        let made = name.len() == prefix.len() + 5
+            && name.starts_with(prefix)
+            && name[prefix.len()..]
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        if made && !self.names.contains_key(name) {
+            let n = self.generated.entry(prefix.to_string()).or_default();
+            *n += 1;
+            self.names.insert(name.to_string(), format!("{prefix}#{n}"));
+        }
+    }
+
     fn rank(&self, rv: u64) -> String {
         format!("rv-{}", self.rvs.partition_point(|o| *o <= rv))
     }
@@ -139,6 +175,10 @@ impl State {
                     .any(|(k, v)| k == "kind" && v.as_str() == Some("Table"));
                 for (k, v) in members.iter_mut() {
                     self.rewrite(v, Some(k));
+                    // managedFields keys quote uids: `k:{"uid":"..."}`.
+                    if k.starts_with("k:") {
+                        *k = self.replace_names(k);
+                    }
                 }
                 if is_table {
                     blank_ages(members);
@@ -182,6 +222,16 @@ impl State {
         }
     }
 
+    fn replace_names(&self, s: &str) -> String {
+        let mut out = s.to_string();
+        for (raw, placeholder) in &self.names {
+            if out.contains(raw.as_str()) {
+                out = out.replace(raw.as_str(), placeholder);
+            }
+        }
+        out
+    }
+
     fn replace_in_text(&self, s: &str) -> String {
         if TIME.is_match(s) {
             return "<time>".into();
@@ -195,12 +245,7 @@ impl State {
         if let Some(p) = self.names.get(s) {
             return p.clone();
         }
-        let mut out = s.to_string();
-        for (raw, placeholder) in &self.names {
-            if out.contains(raw.as_str()) {
-                out = out.replace(raw.as_str(), placeholder);
-            }
-        }
+        let out = self.replace_names(s);
         let out = TIME_IN_TEXT.replace_all(&out, "<time>");
         RV_IN_TEXT
             .replace_all(&out, |c: &regex::Captures| {
@@ -267,6 +312,10 @@ mod tests {
         }
     }
 
+    fn sequence_of(answers: &mut [Answer]) {
+        sequence(answers, &[]);
+    }
+
     fn doc(a: &Answer) -> String {
         match &a.body {
             Body::Json { doc, .. } => serde_json::to_string(&doc.to_value()).expect("json"),
@@ -287,8 +336,8 @@ mod tests {
             answer(r#"{"metadata":{"name":"a","resourceVersion":"6"}}"#),
             answer(r#"{"metadata":{"resourceVersion":"6"},"items":[]}"#),
         ];
-        sequence(&mut real);
-        sequence(&mut fake);
+        sequence_of(&mut real);
+        sequence_of(&mut fake);
         let real: Vec<_> = real.iter().map(doc).collect();
         let fake: Vec<_> = fake.iter().map(doc).collect();
         assert_eq!(real, fake);
@@ -305,7 +354,7 @@ mod tests {
                 r#"{"kind":"Status","message":"Precondition failed: UID in precondition: 0000, UID in object meta: 6f1c","details":{"name":"job-x7k2p"}}"#,
             ),
         ];
-        sequence(&mut a);
+        sequence_of(&mut a);
         assert!(doc(&a[0]).contains(r#""name":"job-#1""#), "{}", doc(&a[0]));
         assert!(doc(&a[0]).contains(r#""uid":"uid-1""#), "{}", doc(&a[0]));
         assert!(
@@ -331,7 +380,7 @@ mod tests {
                 ),
             },
         ];
-        sequence(&mut a);
+        sequence_of(&mut a);
         assert!(
             doc(&a[1])
                 .contains("precondition: rv-1, ResourceVersion in object meta: rv-2 at <time>"),
@@ -345,11 +394,44 @@ mod tests {
     }
 
     #[test]
+    fn names_made_from_a_long_or_refused_generate_name_are_numbered() {
+        let long = "a".repeat(70);
+        let mut a = vec![
+            answer(&format!(
+                r#"{{"metadata":{{"generateName":"{long}","name":"{}x7k2p"}}}}"#,
+                "a".repeat(58)
+            )),
+            answer(
+                r#"{"kind":"Status","message":"ConfigMap \"Bad_tcnrf\" is invalid","details":{"name":"Bad_tcnrf"}}"#,
+            ),
+            answer(
+                r#"{"metadata":{"managedFields":[{"fieldsV1":{"k:{\"uid\":\"6f1c\"}":{}}}],"uid":"6f1c","name":"o"}}"#,
+            ),
+        ];
+        sequence(&mut a, &["Bad_".to_string()]);
+        assert!(
+            doc(&a[0]).contains(&format!("{}#1", "a".repeat(58))),
+            "{}",
+            doc(&a[0])
+        );
+        assert!(
+            doc(&a[1]).contains(r#"ConfigMap \"Bad_#1\" is invalid"#),
+            "{}",
+            doc(&a[1])
+        );
+        assert!(
+            doc(&a[2]).contains(r#"k:{\"uid\":\"uid-1\"}"#),
+            "{}",
+            doc(&a[2])
+        );
+    }
+
+    #[test]
     fn allocated_cluster_ips_are_numbered() {
         let mut a = vec![answer(
             r#"{"spec":{"clusterIP":"10.0.0.17","clusterIPs":["10.0.0.17"],"type":"ClusterIP"}}"#,
         )];
-        sequence(&mut a);
+        sequence_of(&mut a);
         assert!(
             doc(&a[0]).contains(r#""clusterIP":"ip-1","clusterIPs":["ip-1"]"#),
             "{}",
@@ -362,7 +444,7 @@ mod tests {
         let mut a = vec![answer(
             r#"{"kind":"Table","columnDefinitions":[{"name":"Name"},{"name":"Age"}],"rows":[{"cells":["a","5s"],"object":{"metadata":{"creationTimestamp":"2026-11-24T13:09:08Z"}}}]}"#,
         )];
-        sequence(&mut a);
+        sequence_of(&mut a);
         let d = doc(&a[0]);
         assert!(d.contains(r#"["a","<age>"]"#), "{d}");
         assert!(d.contains(r#""creationTimestamp":"<time>""#), "{d}");
@@ -377,7 +459,7 @@ mod tests {
                 r#"{{"metadata":{{"resourceVersion":"9","continue":"{token}"}},"items":[]}}"#
             )),
         ];
-        sequence(&mut a);
+        sequence_of(&mut a);
         assert!(
             doc(&a[1]).contains(
                 "continue(url-safe unpadded base64: v=meta.k8s.io/v1, rv=rv-1, start=b\\u0000)"
