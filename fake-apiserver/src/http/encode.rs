@@ -207,6 +207,20 @@ fn write_array(out: &mut Vec<u8>, items: &[Value], ty: &Ty) {
 
 /// A Go map: keys sorted (serde_json's `Map` already iterates them so).
 fn write_map(out: &mut Vec<u8>, map: &Map<String, Value>, ty: &Ty) {
+    // A managedFields tree keeps structured-merge-diff's order of list keys (numbers by value).
+    if let Some(keys) = crate::semantics::apply::fields_v1_order(map) {
+        out.push(b'{');
+        for (i, k) in keys.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_str(out, k);
+            out.push(b':');
+            write_as(out, &map[k], ty);
+        }
+        out.push(b'}');
+        return;
+    }
     out.push(b'{');
     for (i, (k, v)) in map.iter().enumerate() {
         if i > 0 {

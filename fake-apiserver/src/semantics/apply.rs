@@ -78,14 +78,15 @@ enum Pe {
     Index(usize),
 }
 
+/// structured-merge-diff's order of value types: numbers, strings, booleans, lists, maps, null.
 fn type_rank(v: &Value) -> u8 {
     match v {
-        Value::Null => 0,
-        Value::Bool(_) => 1,
-        Value::Number(_) => 2,
-        Value::String(_) => 3,
-        Value::Array(_) => 4,
-        Value::Object(_) => 5,
+        Value::Number(_) => 0,
+        Value::String(_) => 1,
+        Value::Bool(_) => 2,
+        Value::Array(_) => 3,
+        Value::Object(_) => 4,
+        Value::Null => 5,
     }
 }
 
@@ -237,6 +238,34 @@ fn node_to_json(node: &Node, include_self: bool) -> Map<String, Value> {
         out.insert(".".to_string(), Value::Object(Map::new()));
     }
     out
+}
+
+/// The keys of a fieldsV1 node in the order structured-merge-diff writes them (`"."` first, then
+/// fields by name, then list keys and set values by their JSON values, so `k:{"port":80}` comes
+/// before `k:{"port":443}`), for a node with two or more such keys; None for any other map, which
+/// keeps its sorted order.
+pub fn fields_v1_order(map: &Map<String, Value>) -> Option<Vec<&String>> {
+    let mut keyed = 0;
+    for k in map.keys() {
+        if k.starts_with("k:") || k.starts_with("v:") {
+            keyed += 1;
+        } else if !(k == "." || k.starts_with("f:") || k.starts_with("i:")) {
+            return None;
+        }
+    }
+    if keyed < 2 {
+        return None;
+    }
+    let mut keys = Vec::with_capacity(map.len());
+    for k in map.keys() {
+        let pe = match k.as_str() {
+            "." => None,
+            _ => Some(Pe::decode(k)?),
+        };
+        keys.push((pe, k));
+    }
+    keys.sort_by(|a, b| a.0.cmp(&b.0));
+    Some(keys.into_iter().map(|(_, k)| k).collect())
 }
 
 fn fields_to_set(fields: &Value) -> FieldSet {

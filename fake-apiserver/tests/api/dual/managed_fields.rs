@@ -14,6 +14,7 @@ dual!(
     clearing_managed_fields_leaves_the_object_unmanaged_until_an_apply,
     apply_bodies_of_another_kind_or_with_undeclared_fields_are_refused,
     force_is_refused_on_a_non_apply_patch,
+    a_finalize_write_gets_an_entry_of_its_own,
 );
 
 const JSON: &str = "application/json";
@@ -59,16 +60,33 @@ async fn owner(env: &Env) -> String {
 /// an owner reference is atomic.
 async fn a_create_owns_what_it_added_to_the_go_zero_value(env: Env) {
     let uid = owner(&env).await;
-    let pod = create(
-        &env,
-        &format!("/api/v1/namespaces/{}/pods", env.ns),
-        json!({"metadata": {"name": "p", "labels": {"a": "b"},
-                            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}]},
-               "spec": {"containers": [{"name": "c", "image": "i",
-                                        "ports": [{"containerPort": 80}, {"containerPort": 8080, "protocol": "UDP"}]}],
-                        "volumes": [{"name": "v", "emptyDir": {}}]}}),
-    )
-    .await;
+    let body = json!({"metadata": {"name": "p", "labels": {"a": "b"},
+                        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid}]},
+           "spec": {"containers": [{"name": "c", "image": "i",
+                                    "ports": [{"containerPort": 443}, {"containerPort": 80},
+                                              {"containerPort": 8080, "protocol": "UDP"}]}],
+                    "volumes": [{"name": "v", "emptyDir": {}}]}});
+    let raw = env
+        .raw(
+            "POST",
+            &format!("/api/v1/namespaces/{}/pods?fieldManager=creator", env.ns),
+            JSON,
+            body.to_string(),
+        )
+        .await;
+    assert_eq!(raw.code, 201, "{}", raw.text);
+    // Keys are ordered by value, as structured-merge-diff sorts them: 80 before 443.
+    let at = |port: &str| {
+        raw.text
+            .find(&format!("k:{{\\\"containerPort\\\":{port},"))
+            .unwrap_or_else(|| panic!("port {port} in {}", raw.text))
+    };
+    assert!(
+        at("80") < at("443") && at("443") < at("8080"),
+        "{}",
+        raw.text
+    );
+    let pod = raw.body;
     let f = fields(&pod, "creator");
     assert_eq!(
         f["f:metadata"],
@@ -85,6 +103,7 @@ async fn a_create_owns_what_it_added_to_the_go_zero_value(env: Env) {
         container["f:ports"],
         json!({".": {},
                "k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}, "f:protocol": {}},
+               "k:{\"containerPort\":443,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}, "f:protocol": {}},
                "k:{\"containerPort\":8080,\"protocol\":\"UDP\"}": {".": {}, "f:containerPort": {}, "f:protocol": {}}}),
         "{spec}"
     );
@@ -339,4 +358,38 @@ async fn force_is_refused_on_a_non_apply_patch(env: Env) {
         forced.body["message"],
         "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
     );
+}
+
+/// A namespace's /finalize writes are recorded apart, with subresource finalize.
+async fn a_finalize_write_gets_an_entry_of_its_own(env: Env) {
+    let name = env.name("fin");
+    env.create_namespace(&name).await;
+    let path = format!("/api/v1/namespaces/{name}/finalize?fieldManager=finalizer");
+    let body = |finalizers: Value| {
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+               "spec": {"finalizers": finalizers}})
+        .to_string()
+    };
+    let put = env
+        .raw(
+            "PUT",
+            &path,
+            JSON,
+            body(json!(["kubernetes", "example.com/x"])),
+        )
+        .await;
+    assert_eq!(put.code, 200, "{}", put.text);
+    let entry = put.body["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["manager"] == "finalizer")
+        .cloned()
+        .unwrap_or_else(|| panic!("an entry of finalizer in {}", put.text));
+    assert_eq!(entry["subresource"], "finalize", "{entry}");
+    assert_eq!(entry["fieldsV1"], json!({"f:spec": {"f:finalizers": {}}}));
+    let back = env
+        .raw("PUT", &path, JSON, body(json!(["kubernetes"])))
+        .await;
+    assert_eq!(back.code, 200, "{}", back.text);
 }
