@@ -92,7 +92,7 @@ pub fn serve_watch(
         view,
     };
     // The store's lock is released before the stream is made.
-    let init = shared.store().watch(&rt, start);
+    let init = shared.store().watch(&rt, params.ns.as_deref(), start);
     let body: BoxStream<'static, Bytes> = match init {
         // Only a too-old resourceVersion is reported inside the stream; other errors are answers.
         Err(e) if e.code != 410 => return Err(e),

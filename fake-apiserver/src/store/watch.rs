@@ -21,9 +21,10 @@ pub enum WatchStart {
 
 /// What a new watch sends first, and where the rest comes from.
 pub struct WatchInit {
-    /// Synthetic ADDED events for the current state (all storages objects of the kind, unfiltered).
+    /// Synthetic ADDED events for the current state: the kind's objects in the watched namespace
+    /// (every namespace for `None`); label and field selectors are left to the watch.
     pub initial: Vec<Arc<Change>>,
-    /// Changes after the requested resourceVersion, from the history.
+    /// Changes after the requested resourceVersion in the watched namespace, from the history.
     pub replay: Vec<Arc<Change>>,
     pub rx: mpsc::Receiver<Arc<Change>>,
     /// The resourceVersion the initial state was taken at.
@@ -31,7 +32,19 @@ pub struct WatchInit {
 }
 
 impl Store {
-    pub fn watch(&mut self, rt: &ResourceType, start: WatchStart) -> ApiResult<WatchInit> {
+    /// Register a watch of `rt`'s objects in `namespace` (`None`: all namespaces). Narrowing to the
+    /// namespace here means the initial state reads only that namespace's objects (other
+    /// namespaces' may be stored as JSON, and parsing them all under the lock for every new
+    /// watch, only for the watch to drop them, held up every write).
+    pub fn watch(
+        &mut self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        start: WatchStart,
+    ) -> ApiResult<WatchInit> {
+        let namespace = namespace.filter(|_| rt.namespaced);
+        let in_scope =
+            |k: &ObjKey| k.storage == rt.storage && namespace.is_none_or(|ns| k.namespace == ns);
         if rt.create_only {
             return Err(ApiError::method_not_allowed(format!(
                 "{} only supports create",
@@ -49,13 +62,13 @@ impl Store {
             WatchStart::Now => {
                 let lower = ObjKey {
                     storage: rt.storage.clone(),
-                    namespace: String::new(),
+                    namespace: namespace.unwrap_or_default().to_string(),
                     name: String::new(),
                 };
                 init.initial = self
                     .objects
                     .range(lower..)
-                    .take_while(|(k, _)| k.storage == rt.storage)
+                    .take_while(|(k, _)| in_scope(k))
                     .map(|(k, o)| {
                         Arc::new(Change::new(
                             self.rv,
@@ -74,7 +87,7 @@ impl Store {
                 init.replay = self
                     .history
                     .iter()
-                    .filter(|c| c.rv > rv && c.key.storage == rt.storage)
+                    .filter(|c| c.rv > rv && in_scope(&c.key))
                     .cloned()
                     .collect();
             }
@@ -137,8 +150,8 @@ mod tests {
         };
         let mut store = Store::new(Clock::system(), config);
         let rt = store.catalog().lookup("", "v1", "configmaps").unwrap();
-        let mut stalled = store.watch(&rt, WatchStart::Now).unwrap();
-        let mut reading = store.watch(&rt, WatchStart::Now).unwrap();
+        let mut stalled = store.watch(&rt, None, WatchStart::Now).unwrap();
+        let mut reading = store.watch(&rt, None, WatchStart::Now).unwrap();
         let opts = WriteOptions::default();
         for i in 0..4 {
             store
@@ -160,5 +173,35 @@ mod tests {
             stalled.rx.try_recv().unwrap_err(),
             mpsc::error::TryRecvError::Disconnected
         );
+    }
+
+    #[test]
+    fn a_namespaced_watch_starts_from_its_namespace_only() {
+        let mut store = Store::new(Clock::system(), StoreConfig::default());
+        let rt = store.catalog().lookup("", "v1", "configmaps").unwrap();
+        let opts = WriteOptions::default();
+        let namespaces = store.catalog().lookup("", "v1", "namespaces").unwrap();
+        for ns in ["a", "a-b", "b"] {
+            store
+                .create(&namespaces, "", json!({"metadata": {"name": ns}}), &opts)
+                .unwrap();
+            store
+                .create(&rt, ns, json!({"metadata": {"name": "x"}}), &opts)
+                .unwrap();
+        }
+        // Each namespace may hold other objects (kube-root-ca.crt): only the x ConfigMaps count.
+        let xs = |changes: &[Arc<Change>]| -> Vec<String> {
+            changes
+                .iter()
+                .filter(|c| c.key.name == "x")
+                .map(|c| format!("{}/x", c.key.namespace))
+                .collect()
+        };
+        let init = store.watch(&rt, Some("a"), WatchStart::Now).unwrap();
+        assert_eq!(xs(&init.initial), ["a/x"]);
+        let all = store.watch(&rt, None, WatchStart::Now).unwrap();
+        assert_eq!(xs(&all.initial), ["a-b/x", "a/x", "b/x"]);
+        let replay = store.watch(&rt, Some("a-b"), WatchStart::After(0)).unwrap();
+        assert_eq!(xs(&replay.replay), ["a-b/x"]);
     }
 }
