@@ -8,6 +8,7 @@
 //! but each object version and each list's point in time keeps its place among this sequence's
 //! writes. Continue tokens are decoded and their resourceVersion mapped the same way.
 
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
 
@@ -70,6 +71,7 @@ pub fn sequence(answers: &mut [Answer], generate_names: &[String]) {
     }
     state.rvs = state.object_rvs.iter().copied().collect();
     for a in answers.iter_mut() {
+        state.age_columns.borrow_mut().clear();
         for doc in a.body.documents_mut() {
             state.rewrite(doc, None);
         }
@@ -89,6 +91,8 @@ struct State {
     ips: usize,
     generated: HashMap<String, usize>,
     prefixes: Vec<String>,
+    /// The Age columns of the last Table seen in the answer being rewritten.
+    age_columns: RefCell<Vec<usize>>,
 }
 
 impl State {
@@ -181,7 +185,7 @@ impl State {
                     }
                 }
                 if is_table {
-                    blank_ages(members);
+                    blank_ages(members, &self.age_columns);
                 }
             }
             Json::Array(items) => items.iter_mut().for_each(|i| self.rewrite(i, key)),
@@ -191,6 +195,8 @@ impl State {
                         self.rank(s.parse().unwrap_or_default())
                     }
                     Some("continue") if !s.is_empty() => self.continue_token(s),
+                    // `/api` names the address the client reached, port included.
+                    Some("serverAddress") => "<server address>".into(),
                     _ => self.replace_in_text(s),
                 };
             }
@@ -263,12 +269,14 @@ fn rv_number(v: &Json) -> Option<u64> {
 }
 
 /// Table rows show an object's age (`5s`), which depends on when the request came.
-fn blank_ages(members: &mut [(String, Json)]) {
-    let age_columns: Vec<usize> = members
+/// A Table watch sends the column definitions only with its first event: the columns found last
+/// are used for a Table that has none.
+fn blank_ages(members: &mut [(String, Json)], last_columns: &RefCell<Vec<usize>>) {
+    let found: Option<Vec<usize>> = members
         .iter()
         .find(|(k, _)| k == "columnDefinitions")
         .and_then(|(_, v)| match v {
-            Json::Array(cols) => Some(
+            Json::Array(cols) if !cols.is_empty() => Some(
                 cols.iter()
                     .enumerate()
                     .filter(|(_, c)| {
@@ -279,8 +287,14 @@ fn blank_ages(members: &mut [(String, Json)]) {
                     .collect(),
             ),
             _ => None,
-        })
-        .unwrap_or_default();
+        });
+    let age_columns = match found {
+        Some(columns) => {
+            *last_columns.borrow_mut() = columns.clone();
+            columns
+        }
+        None => last_columns.borrow().clone(),
+    };
     let Some((_, Json::Array(rows))) = members.iter_mut().find(|(k, _)| k == "rows") else {
         return;
     };
@@ -423,6 +437,33 @@ mod tests {
             doc(&a[2]).contains(r#"k:{\"uid\":\"uid-1\"}"#),
             "{}",
             doc(&a[2])
+        );
+    }
+
+    #[test]
+    fn ages_in_a_table_watch_are_blanked_after_the_first_event() {
+        let mut a = vec![Answer {
+            status: 200,
+            headers: Vec::new(),
+            body: Body::Events {
+                events: [
+                    r#"{"type":"ADDED","object":{"kind":"Table","columnDefinitions":[{"name":"Name"},{"name":"Age"}],"rows":[{"cells":["a","1s"]}]}}"#,
+                    r#"{"type":"ADDED","object":{"kind":"Table","columnDefinitions":[],"rows":[{"cells":["b","2s"]}]}}"#,
+                ]
+                .iter()
+                .map(|e| Json::parse(e.as_bytes()).expect("json"))
+                .collect(),
+                ended: crate::replay::WatchEnd::HungUp,
+            },
+        }];
+        sequence_of(&mut a);
+        let Body::Events { events, .. } = &a[0].body else {
+            panic!()
+        };
+        assert!(
+            events[1].pretty().contains("\"<age>\""),
+            "{}",
+            events[1].pretty()
         );
     }
 

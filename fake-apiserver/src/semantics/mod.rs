@@ -12,3 +12,4 @@ pub mod pod_spec;
 pub mod schema;
 pub mod selectors;
 pub mod strategic;
+pub mod validation;

@@ -17,6 +17,7 @@ use crate::semantics::meta::{
 use crate::semantics::names::MAX_GENERATE_NAME_PREFIX;
 use crate::semantics::patch::{PatchKind, apply_patch};
 use crate::semantics::pod_spec;
+use crate::semantics::validation;
 
 /// The answer to a delete: the object when it still exists (finalizers pending) or the kind returns
 /// deleted objects, else a Success Status.
@@ -170,6 +171,9 @@ impl Store {
                 rt.kind, rt.version, rt.kind
             ))
         };
+        if let Some(e) = validation::microtime_error(&rt.group, &rt.kind, obj) {
+            return Err(cannot(&e));
+        }
         let unknown = if let Some(check) = rt.decode_check {
             let known = check(obj).map_err(|e| cannot(&e))?;
             let unknown = unknown_fields(obj, &known);
@@ -199,6 +203,17 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// The stored objects of `rt`'s resource, for validation that looks at the others.
+    fn objects_of<'s>(
+        &'s self,
+        rt: &'s ResourceType,
+    ) -> impl Iterator<Item = std::sync::Arc<Value>> + 's {
+        self.objects
+            .iter()
+            .filter(move |(k, _)| k.storage == rt.storage)
+            .map(|(_, s)| s.object())
     }
 
     fn invalid(rt: &ResourceType, obj: &Value, causes: Vec<FieldCause>) -> ApiError {
@@ -260,7 +275,15 @@ impl Store {
             obj["metadata"]["name"] = json!(name);
         }
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+        validation::prepare(&rt.group, &rt.kind, &mut obj, None);
         let mut causes = validate_metadata(&obj, rt.behavior.name_rule);
+        causes.extend(validation::validate(
+            &rt.group,
+            &rt.kind,
+            &obj,
+            None,
+            &mut self.objects_of(rt),
+        ));
         causes.extend(pod_spec::validate(&rt.group, &rt.kind, &obj));
         if let Some(schema) = &rt.structural {
             causes.extend(schema.validate(&obj, None));
@@ -640,7 +663,19 @@ impl Store {
                 ));
             }
         }
+        if sub == Subresource::Main {
+            validation::prepare(&rt.group, &rt.kind, &mut new, Some(old));
+        }
         let mut causes = validate_metadata(&new, rt.behavior.name_rule);
+        if sub == Subresource::Main {
+            causes.extend(validation::validate(
+                &rt.group,
+                &rt.kind,
+                &new,
+                Some(old),
+                &mut self.objects_of(rt),
+            ));
+        }
         causes.extend(pod_spec::validate(&rt.group, &rt.kind, &new));
         if let Some(schema) = &rt.structural {
             causes.extend(schema.validate(&new, Some(old)));

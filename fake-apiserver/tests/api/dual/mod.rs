@@ -60,6 +60,7 @@ mod semantics;
 mod subresources;
 mod tables_discovery;
 mod validation;
+mod validation_builtin;
 pub(crate) mod watch_list;
 
 /// How long an asynchronous effect may take on the real server (the garbage collector and the

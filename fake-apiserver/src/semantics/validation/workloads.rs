@@ -1,0 +1,223 @@
+//! Deployments and Jobs: a selector that matches the template's labels, the restart policies
+//! each allows, non-negative counts, and what an update may not change.
+
+use serde_json::Value;
+
+use super::{
+    go_json, invalid_rendered, label_selector_json, non_negative, selector_is_empty, selects,
+};
+use crate::error::FieldCause;
+
+const MISMATCH: &str = "`selector` does not match template `labels`";
+
+fn labels_mismatch(template: &Value) -> FieldCause {
+    let labels = &template["metadata"]["labels"];
+    let rendered = if labels.is_object() {
+        go_json(labels)
+    } else {
+        "null".into()
+    };
+    invalid_rendered("spec.template.metadata.labels", &rendered, MISMATCH)
+}
+
+fn immutable_selector(spec: &Value, old_spec: &Value) -> Option<FieldCause> {
+    let (new, old) = (&spec["selector"], &old_spec["selector"]);
+    (new != old).then(|| {
+        invalid_rendered(
+            "spec.selector",
+            &label_selector_json(new),
+            "field is immutable",
+        )
+    })
+}
+
+pub fn deployment(d: &Value, old: Option<&Value>) -> Vec<FieldCause> {
+    let spec = &d["spec"];
+    let mut causes = Vec::new();
+    causes.extend(non_negative(d, &["spec", "replicas"], "spec.replicas"));
+    let selector = &spec["selector"];
+    if selector.is_null() {
+        causes.push(FieldCause::required("spec.selector", ""));
+    } else if selector_is_empty(selector) {
+        causes.push(invalid_rendered(
+            "spec.selector",
+            &label_selector_json(selector),
+            "empty selector is invalid for deployment",
+        ));
+    }
+    let template = &spec["template"];
+    if !selects(selector, &template["metadata"]["labels"]) {
+        causes.push(labels_mismatch(template));
+    }
+    if let Some(policy) = template["spec"]["restartPolicy"].as_str()
+        && policy != "Always"
+    {
+        causes.push(FieldCause::not_supported(
+            "spec.template.spec.restartPolicy",
+            policy,
+            &["Always"],
+        ));
+    }
+    causes.extend(non_negative(
+        d,
+        &["spec", "minReadySeconds"],
+        "spec.minReadySeconds",
+    ));
+    causes.extend(non_negative(
+        d,
+        &["spec", "revisionHistoryLimit"],
+        "spec.revisionHistoryLimit",
+    ));
+    causes.extend(non_negative(
+        d,
+        &["spec", "progressDeadlineSeconds"],
+        "spec.progressDeadlineSeconds",
+    ));
+    if let Some(deadline) = spec["progressDeadlineSeconds"].as_i64()
+        && deadline <= spec["minReadySeconds"].as_i64().unwrap_or(0)
+    {
+        causes.push(invalid_rendered(
+            "spec.progressDeadlineSeconds",
+            &deadline.to_string(),
+            "must be greater than minReadySeconds",
+        ));
+    }
+    if let Some(old) = old {
+        causes.extend(immutable_selector(spec, &old["spec"]));
+    }
+    causes
+}
+
+pub fn job(job: &Value, old: Option<&Value>) -> Vec<FieldCause> {
+    let spec = &job["spec"];
+    let mut causes = Vec::new();
+    for field in ["parallelism", "completions", "backoffLimit"] {
+        causes.extend(non_negative(
+            job,
+            &["spec", field],
+            &format!("spec.{field}"),
+        ));
+    }
+    // Always is the pod default, so a template without a policy is refused too.
+    let policy = spec["template"]["spec"]["restartPolicy"]
+        .as_str()
+        .unwrap_or("Always");
+    if policy != "OnFailure" && policy != "Never" {
+        causes.push(FieldCause::required(
+            "spec.template.spec.restartPolicy",
+            "valid values: \"OnFailure\", \"Never\"",
+        ));
+    }
+    // Without manualSelector the server generates the selector and the labels that match it.
+    let manual = spec["manualSelector"] == Value::Bool(true);
+    if manual || old.is_some() {
+        let selector = &spec["selector"];
+        if selector.is_null() {
+            causes.push(FieldCause::required("spec.selector", ""));
+        }
+        if !selects(selector, &spec["template"]["metadata"]["labels"]) {
+            causes.push(labels_mismatch(&spec["template"]));
+        }
+    }
+    if let Some(old) = old {
+        let old_spec = &old["spec"];
+        if let Some(c) = spec["completions"].as_i64()
+            && old_spec["completions"].as_i64() != Some(c)
+        {
+            causes.push(invalid_rendered(
+                "spec.completions",
+                &c.to_string(),
+                "field is immutable",
+            ));
+        }
+        causes.extend(immutable_selector(spec, old_spec));
+        let mode = |s: &Value| {
+            s["completionMode"]
+                .as_str()
+                .unwrap_or("NonIndexed")
+                .to_string()
+        };
+        if mode(spec) != mode(old_spec) {
+            causes.push(FieldCause::invalid(
+                "spec.completionMode",
+                &mode(spec),
+                "field is immutable",
+            ));
+        }
+    }
+    causes
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn messages(causes: Vec<FieldCause>) -> Vec<String> {
+        causes
+            .into_iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect()
+    }
+
+    fn template(labels: Value) -> Value {
+        json!({"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    }
+
+    #[test]
+    fn deployments_need_a_matching_selector() {
+        let d = json!({"spec": {"selector": {"matchLabels": {"app": "d"}}, "template": template(json!({"app": "e"}))}});
+        assert_eq!(
+            messages(deployment(&d, None)),
+            [
+                "spec.template.metadata.labels: Invalid value: {\"app\":\"e\"}: `selector` does not match template `labels`"
+            ]
+        );
+        let d = json!({"spec": {"template": template(json!({"app": "e"}))}});
+        assert_eq!(
+            messages(deployment(&d, None)),
+            [
+                "spec.selector: Required value",
+                "spec.template.metadata.labels: Invalid value: {\"app\":\"e\"}: `selector` does not match template `labels`"
+            ]
+        );
+        let d = json!({"spec": {"selector": {}, "template": template(json!({"app": "e"}))}});
+        assert_eq!(
+            messages(deployment(&d, None)),
+            ["spec.selector: Invalid value: {}: empty selector is invalid for deployment"]
+        );
+    }
+
+    #[test]
+    fn a_deployment_selector_is_immutable() {
+        let old = json!({"spec": {"selector": {"matchLabels": {"app": "e"}}, "template": template(json!({"app": "e", "x": "y"}))}});
+        let mut new = old.clone();
+        new["spec"]["selector"]["matchLabels"]["x"] = json!("y");
+        assert_eq!(
+            messages(deployment(&new, Some(&old))),
+            [
+                "spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"e\",\"x\":\"y\"}}: field is immutable"
+            ]
+        );
+    }
+
+    #[test]
+    fn jobs_restart_policies_and_manual_selectors() {
+        let j = json!({"spec": {"template": {"spec": {"restartPolicy": "Always"}}}});
+        assert_eq!(
+            messages(job(&j, None)),
+            [
+                "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\""
+            ]
+        );
+        let j = json!({"spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "c"}}, "spec": {"restartPolicy": "Never"}}}});
+        assert_eq!(
+            messages(job(&j, None)),
+            [
+                "spec.template.metadata.labels: Invalid value: {\"a\":\"c\"}: `selector` does not match template `labels`"
+            ]
+        );
+    }
+}
