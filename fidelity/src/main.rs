@@ -18,8 +18,9 @@ use fidelity::{compare, corpus, report};
 #[derive(Parser)]
 #[command(version)]
 struct Args {
-    /// Compare against this cluster instead of starting the reference control plane (it must be
-    /// a fresh one with Tollgate's CRDs installed; the corpus writes into namespaces fid-*).
+    /// Compare against this cluster instead of starting the reference control plane (it should be
+    /// set up as `cargo xtask control-plane up --fake-nodes` sets it up, with Tollgate's CRDs
+    /// installed; the corpus writes into namespaces fid-*).
     #[arg(long, value_name = "PATH")]
     reference_kubeconfig: Option<PathBuf>,
     /// Where to write the report. Default: FIDELITY.md at the workspace root, unless FILTER is
@@ -120,7 +121,9 @@ async fn run(args: Args) -> anyhow::Result<bool> {
                 .prefix("fidelity-")
                 .tempdir_in(std::env::temp_dir())
                 .context("a directory for the control plane")?;
-            let mut options = Options::new(dir.path());
+            // Set up as Tollgate's worlds are: Nodes without a kubelet, Jobs run by the job
+            // runner (ARCHITECTURE.md, "Real Kubernetes as a world"), which the fake models.
+            let mut options = Options::new(dir.path()).for_fake_nodes();
             options.crds = crds.clone();
             eprintln!("fidelity: starting the reference control plane");
             let cp = ControlPlane::start(&Binaries::locate(), options).await?;
