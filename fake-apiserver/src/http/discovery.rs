@@ -149,6 +149,16 @@ pub fn group(catalog: &Catalog, name: &str) -> Option<Value> {
         })
 }
 
+/// The answer to a discovery path naming a group or version not served: a built-in group's
+/// handler answers a NotFound Status, any other path is kube-apiserver's plain-text 404.
+pub fn not_served(group: &str) -> ApiError {
+    if builtin_groups().iter().any(|g| g.name == group) {
+        ApiError::unknown_path()
+    } else {
+        ApiError::page_not_found()
+    }
+}
+
 /// The verbs of a custom resource, in the apiextensions server's order.
 fn crd_verbs() -> Value {
     json!([
@@ -244,8 +254,12 @@ pub fn resources(store: &Store, group: &str, version: &str) -> Option<Value> {
                 legacy_entries(r, &mut list);
             }
         }
-        // kube-apiserver's built-in lists carry no apiVersion.
-        return Some(json!({"kind": "APIResourceList", "groupVersion": gv, "resources": list}));
+        let mut doc = json!({"kind": "APIResourceList", "groupVersion": gv, "resources": list});
+        // Only the core group's list (`/api/v1`) is written without an apiVersion.
+        if !group.is_empty() {
+            doc["apiVersion"] = json!("v1");
+        }
+        return Some(doc);
     }
     let mut list = Vec::new();
     for rt in &types {

@@ -170,6 +170,11 @@ fn kind_of(map: &Map<String, Value>) -> Option<u32> {
         Some(v) => v.as_str()?,
         None => "v1",
     };
+    // meta.k8s.io/v1beta1's Table and PartialObjectMetadata are v1's types under another name.
+    let api_version = match api_version {
+        "meta.k8s.io/v1beta1" => "meta.k8s.io/v1",
+        v => v,
+    };
     TYPES.kinds.get(api_version)?.get(kind).copied()
 }
 

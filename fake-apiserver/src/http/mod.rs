@@ -227,11 +227,11 @@ where
         )),
         Route::Group(g) => discovery::group(shared.store().catalog(), &g)
             .map(|v| json_response(200, &v))
-            .ok_or_else(ApiError::unknown_path),
+            .ok_or_else(|| discovery::not_served(&g)),
         Route::Resources { group, version } => {
             discovery::resources(&shared.store(), &group, &version)
                 .map(|v| json_response(200, &v))
-                .ok_or_else(ApiError::unknown_path)
+                .ok_or_else(|| discovery::not_served(&group))
         }
         Route::Resource(path) => {
             let view = match View::from_accept(accept, query.get("includeObject")) {
@@ -539,6 +539,12 @@ impl View {
                 list["kind"] = json!("PartialObjectMetadataList");
                 list["apiVersion"] = json!("meta.k8s.io/v1");
                 list["items"] = Value::Array(page.items.iter().map(Self::metadata_only).collect());
+                // A typed ListMeta leaves an empty continue out, also for custom resources.
+                if list["metadata"]["continue"] == "" {
+                    if let Some(m) = list["metadata"].as_object_mut() {
+                        m.remove("continue");
+                    }
+                }
                 list
             }
             View::Table(opts) => table::table(

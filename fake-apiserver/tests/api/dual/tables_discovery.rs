@@ -24,6 +24,7 @@ dual!(
     aggregated_discovery_is_v2_only_with_empty_built_in_response_kinds,
     custom_resources_are_discovered_with_the_apiextensions_servers_verbs,
     version_claims_the_emulated_release,
+    discovery_of_groups_and_versions_not_served_is_not_found,
 );
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -124,7 +125,7 @@ async fn a_pending_pod_prints_every_column_the_wide_ones_included(env: Env) {
     );
     let priorities: Vec<&Value> = table["columnDefinitions"]
         .as_array()
-        .unwrap()
+        .expect("an array")
         .iter()
         .map(|c| &c["priority"])
         .collect();
@@ -233,7 +234,7 @@ async fn a_deployment_prints_its_containers_images_and_selector(env: Env) {
     );
     let types: Vec<&Value> = table["columnDefinitions"]
         .as_array()
-        .unwrap()
+        .expect("an array")
         .iter()
         .map(|c| &c["type"])
         .collect();
@@ -317,7 +318,12 @@ async fn include_object_picks_what_each_row_carries(env: Env) {
         .await
         .body;
     assert_eq!(none["rows"][0]["object"], Value::Null);
-    assert!(none["rows"][0].as_object().unwrap().contains_key("object"));
+    assert!(
+        none["rows"][0]
+            .as_object()
+            .expect("an object")
+            .contains_key("object")
+    );
     let object = get(&env, &format!("{one}?includeObject=Object"), TABLE)
         .await
         .body;
@@ -362,8 +368,15 @@ async fn table_versions_are_v1_and_v1beta1_only(env: Env) {
         &one,
         "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
     )
-    .await
-    .body;
+    .await;
+    // Written in the Go type's field order, like a v1 Table.
+    assert!(
+        beta.text
+            .starts_with(r#"{"kind":"Table","apiVersion":"meta.k8s.io/v1beta1","metadata":{"#),
+        "{}",
+        beta.text
+    );
+    let beta = beta.body;
     assert_eq!(beta["apiVersion"], "meta.k8s.io/v1beta1");
     assert_eq!(
         beta["rows"][0]["object"]["apiVersion"],
@@ -536,6 +549,21 @@ async fn custom_resource_columns_without_descriptions_name_their_json_path(env: 
     .await
     .body;
     assert_eq!(column_names(&plain), ["Name", "Age"]);
+    // Metadata-only lists of custom resources have a typed ListMeta: no empty continue.
+    let metadata = get(
+        &env,
+        &format!("/apis/{group}/v1/namespaces/{ns}/plains"),
+        "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+    )
+    .await
+    .body;
+    assert_eq!(metadata["kind"], "PartialObjectMetadataList");
+    assert_eq!(
+        metadata["metadata"].get("continue"),
+        None,
+        "{}",
+        metadata["metadata"]
+    );
     assert_eq!(plain["columnDefinitions"][1]["type"], "date");
     assert!(
         plain["columnDefinitions"][1]["description"]
@@ -554,7 +582,7 @@ async fn legacy_discovery_lists_kube_apiservers_resources_hashes_and_verbs(env: 
     );
     let names: Vec<&str> = core["resources"]
         .as_array()
-        .unwrap()
+        .expect("an array")
         .iter()
         .map(|r| r["name"].as_str().unwrap_or(""))
         .collect();
@@ -605,7 +633,7 @@ async fn legacy_discovery_lists_kube_apiservers_resources_hashes_and_verbs(env: 
     let find = |name: &str| {
         core["resources"]
             .as_array()
-            .unwrap()
+            .expect("an array")
             .iter()
             .find(|r| r["name"] == name)
             .cloned()
@@ -627,10 +655,12 @@ async fn legacy_discovery_lists_kube_apiservers_resources_hashes_and_verbs(env: 
         crds["resources"][0]["categories"],
         json!(["api-extensions"])
     );
+    let apps = get(&env, "/apis/apps/v1", "application/json").await.body;
+    assert_eq!(apps["apiVersion"], "v1", "grouped lists carry one");
     let deployments = get(&env, "/apis/apps/v1", "application/json").await.body;
     let scale = deployments["resources"]
         .as_array()
-        .unwrap()
+        .expect("an array")
         .iter()
         .find(|r| r["name"] == "deployments/scale")
         .cloned()
@@ -669,7 +699,7 @@ async fn groups_are_listed_in_kube_apiservers_priority_order(env: Env) {
     let legacy = get(&env, "/apis", "application/json").await.body;
     let names: Vec<&str> = legacy["groups"]
         .as_array()
-        .unwrap()
+        .expect("an array")
         .iter()
         .map(|g| g["name"].as_str().unwrap_or(""))
         .collect();
@@ -679,7 +709,7 @@ async fn groups_are_listed_in_kube_apiservers_priority_order(env: Env) {
     let aggregated = get(&env, "/apis", AGGREGATED).await.body;
     let names: Vec<&str> = aggregated["items"]
         .as_array()
-        .unwrap()
+        .expect("an array")
         .iter()
         .map(|g| g["metadata"]["name"].as_str().unwrap_or(""))
         .collect();
@@ -692,7 +722,7 @@ async fn aggregated_discovery_is_v2_only_with_empty_built_in_response_kinds(env:
     let resources = &core.body["items"][0]["versions"][0]["resources"];
     let pods = resources
         .as_array()
-        .unwrap()
+        .expect("an array")
         .iter()
         .find(|r| r["resource"] == "pods")
         .cloned()
@@ -703,7 +733,7 @@ async fn aggregated_discovery_is_v2_only_with_empty_built_in_response_kinds(env:
     );
     let subresources: Vec<&str> = pods["subresources"]
         .as_array()
-        .unwrap()
+        .expect("an array")
         .iter()
         .map(|s| s["subresource"].as_str().unwrap_or(""))
         .collect();
@@ -767,7 +797,7 @@ async fn custom_resources_are_discovered_with_the_apiextensions_servers_verbs(en
     let aggregated = get(&env, "/apis", AGGREGATED).await.body;
     let mine = aggregated["items"]
         .as_array()
-        .unwrap()
+        .expect("an array")
         .iter()
         .find(|g| g["metadata"]["name"] == group.as_str())
         .cloned()
@@ -802,4 +832,24 @@ async fn version_claims_the_emulated_release(env: Env) {
     assert_eq!(version["compiler"], "gc");
     let platform = version["platform"].as_str().unwrap_or("");
     assert!(platform.split_once('/').is_some(), "{platform}");
+}
+
+async fn discovery_of_groups_and_versions_not_served_is_not_found(env: Env) {
+    // No handler for an unknown group: the mux's plain-text 404.
+    for path in [
+        "/apis/nosuch.example.com",
+        "/apis/nosuch.example.com/v1",
+        "/apis/kueue.x-k8s.io/v1alpha1",
+    ] {
+        let raw = get(&env, path, "application/json").await;
+        assert_eq!(raw.code, 404, "{path}");
+        assert_eq!(raw.text, "404 page not found\n", "{path}");
+        assert_eq!(
+            raw.headers["content-type"], "text/plain; charset=utf-8",
+            "{path}"
+        );
+    }
+    // A built-in group's handler answers an unknown version with a NotFound Status.
+    let raw = get(&env, "/apis/apps/v9", "application/json").await;
+    assert_status(&raw, 404, "NotFound");
 }
