@@ -540,10 +540,10 @@ impl View {
                 list["apiVersion"] = json!("meta.k8s.io/v1");
                 list["items"] = Value::Array(page.items.iter().map(Self::metadata_only).collect());
                 // A typed ListMeta leaves an empty continue out, also for custom resources.
-                if list["metadata"]["continue"] == "" {
-                    if let Some(m) = list["metadata"].as_object_mut() {
-                        m.remove("continue");
-                    }
+                if list["metadata"]["continue"] == ""
+                    && let Some(m) = list["metadata"].as_object_mut()
+                {
+                    m.remove("continue");
                 }
                 list
             }
