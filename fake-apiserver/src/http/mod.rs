@@ -116,7 +116,7 @@ fn text_response(code: u16, text: &'static str) -> Response<ResponseBody> {
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/plain"),
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     resp
 }
@@ -189,6 +189,7 @@ where
         }
     }
     tracing::debug!(method = %parts.method, uri = %parts.uri, "request");
+    let pretty = wants_pretty(&query, &parts.headers);
     let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -264,7 +265,47 @@ where
         }
         Route::NotFound => Err(ApiError::page_not_found()),
     };
-    result.unwrap_or_else(|e| error_response(&e))
+    let resp = result.unwrap_or_else(|e| error_response(&e));
+    if pretty { indented(resp).await } else { resp }
+}
+
+/// Whether kube-apiserver would indent the answer: `?pretty=true` (as Go's ParseBool reads it),
+/// `pretty=1` on the Accept header's media type, or a curl, wget or browser user agent.
+fn wants_pretty(query: &Query, headers: &http::HeaderMap) -> bool {
+    if let Some(p) = query.get("pretty").filter(|p| !p.is_empty()) {
+        return matches!(p, "1" | "t" | "T" | "true" | "TRUE" | "True");
+    }
+    let header = |h| headers.get(h).and_then(|v| v.to_str().ok()).unwrap_or("");
+    header(header::ACCEPT)
+        .split([',', ';'])
+        .any(|p| p.trim() == "pretty=1")
+        || ["curl", "Wget", "Mozilla/5.0"]
+            .iter()
+            .any(|ua| header(header::USER_AGENT).starts_with(ua))
+}
+
+/// A JSON answer indented as Go's `json.Indent` does it, without the trailing newline. Watch
+/// streams and documents already indented are left alone.
+async fn indented(resp: Response<ResponseBody>) -> Response<ResponseBody> {
+    let json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !json || resp.headers().contains_key(header::TRANSFER_ENCODING) {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let Ok(bytes) = body
+        .collect()
+        .await
+        .map(http_body_util::Collected::to_bytes);
+    let compact = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    let body = if compact.contains(&b'\n') {
+        bytes.clone()
+    } else {
+        Bytes::from(encode::indent(compact))
+    };
+    Response::from_parts(parts, Full::new(body).boxed_unsync())
 }
 
 fn request_info(method: &Method, route: &Route, query: &Query) -> RequestInfo {
@@ -295,56 +336,148 @@ fn request_info(method: &Method, route: &Route, query: &Query) -> RequestInfo {
     }
 }
 
-/// Decode a create or update body (JSON or YAML); the store checks it against the kind's typed form.
+/// Decode a create or update body (JSON or YAML) as kube-apiserver does: first its apiVersion and
+/// kind, in the decoder's words when it cannot ([`check_kind`] compares them with the URL's), then
+/// (in the store) the kind's typed form.
 /// A request body as JSON, with the fields a JSON body names twice (found in the same pass).
 fn decode_body(
     rt: &ResourceType,
     content_type: &str,
     body: &[u8],
 ) -> ApiResult<(Value, Vec<String>)> {
+    use crate::semantics::go_decode;
     let mime = content_type.split(';').next().unwrap_or("").trim();
-    let cannot = |e: String| {
+    let unrecognized = |why: &str| {
         ApiError::bad_request(format!(
-            "{} in version \"{}\" cannot be handled as a {}: {e}",
-            rt.kind, rt.version, rt.kind
+            "the object provided is unrecognized (must be of type {}): {why} ({})",
+            rt.kind,
+            go_decode::summarize(body)
         ))
     };
     let (value, duplicates) = match mime {
         "" | "application/json" | "*/*" => {
-            crate::semantics::meta::parse_json(body).map_err(|e| cannot(e.to_string()))?
+            if let Some(why) = go_decode::find_kind_error(body) {
+                return Err(unrecognized(&why));
+            }
+            crate::semantics::meta::parse_json(body).map_err(|e| unrecognized(&e.to_string()))?
         }
-        "application/yaml" | "application/x-yaml" | "text/yaml" => (
-            serde_yaml::from_slice(body).map_err(|e| cannot(e.to_string()))?,
-            Vec::new(),
-        ),
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            let value: Value = serde_yaml::from_slice(body)
+                .map_err(|e| unrecognized(&go_decode::yaml_error(&e)))?;
+            if let Some(why) = go_decode::find_kind_error(value.to_string().as_bytes()) {
+                return Err(unrecognized(&why));
+            }
+            (value, Vec::new())
+        }
+        // kube-apiserver reads protobuf; this server does not, and says what to use instead.
         "application/vnd.kubernetes.protobuf" => {
             return Err(ApiError::unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (protobuf is not supported by this fake API server: use `kubectl apply -f` or `kubectl create -f` with YAML or JSON)",
             ));
         }
-        other => {
-            return Err(ApiError::unsupported_media_type(format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {other:?})"
-            )));
+        _ => {
+            return Err(ApiError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+            ));
         }
     };
-    if !value.is_object() {
-        return Err(cannot("the body is not a JSON object".into()));
-    }
+    // A body of `null` decodes as an empty object.
+    let value = if value.is_null() { json!({}) } else { value };
     Ok((value, duplicates))
+}
+
+/// A body's apiVersion and kind checked against the URL's, in kube-apiserver's words: built-in
+/// kinds default what the body leaves out and name the scheme's complaint; custom resources need
+/// both and refuse another kind as an invalid field.
+fn check_kind(
+    catalog: &crate::catalog::Catalog,
+    rt: &ResourceType,
+    value: &Value,
+    body: &[u8],
+) -> ApiResult<()> {
+    let given = |k: &str| value[k].as_str().filter(|s| !s.is_empty());
+    if rt.crd.is_some() {
+        let Some(kind) = given("kind") else {
+            let shown = if body.first() == Some(&b'{') {
+                String::from_utf8_lossy(body).into_owned()
+            } else {
+                value.to_string()
+            };
+            return Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): Object 'Kind' is missing in '{shown}' ({})",
+                rt.kind,
+                crate::semantics::go_decode::summarize(body)
+            )));
+        };
+        let api_version = given("apiVersion").unwrap_or("");
+        if api_version != rt.api_version() {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                rt.api_version()
+            )));
+        }
+        if kind != rt.kind {
+            return Err(ApiError::invalid(
+                &rt.group,
+                kind,
+                value["metadata"]["name"].as_str().unwrap_or(""),
+                vec![FieldCause::invalid(
+                    "kind",
+                    kind,
+                    &format!("must be {}", rt.kind),
+                )],
+            ));
+        }
+        return Ok(());
+    }
+    let own_version = rt.api_version();
+    let kind = given("kind").unwrap_or(&rt.kind);
+    let api_version = given("apiVersion").unwrap_or(&own_version);
+    if kind == rt.kind && api_version == own_version {
+        return Ok(());
+    }
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let registered = catalog.group_version(group, version).and_then(|types| {
+        types
+            .into_iter()
+            .find(|t| t.kind == kind && t.crd.is_none())
+    });
+    let why = match registered {
+        // Another version of the same objects: the store refuses what it cannot convert.
+        Some(t) if t.storage == rt.storage => return Ok(()),
+        Some(_) => format!(
+            "converting ({version}.{kind}) to ({}): unknown conversion",
+            View::go_type(rt, false).trim_start_matches('*')
+        ),
+        None => format!(
+            "no kind \"{kind}\" is registered for version \"{api_version}\" in scheme \"pkg/runtime/scheme.go:111\""
+        ),
+    };
+    Err(ApiError::bad_request(format!(
+        "{kind} in version \"{version}\" cannot be handled as a {}: {why}",
+        rt.kind
+    )))
 }
 
 fn list_options(query: &Query) -> ApiResult<ListOptions> {
     let bad = |e: crate::semantics::selectors::SelectorError| ApiError::bad_request(e.0);
+    // In the order kube-apiserver converts ListOptions' fields.
+    let labels = LabelSelector::parse(query.get("labelSelector").unwrap_or("")).map_err(bad)?;
+    let fields = FieldSelector::parse(query.get("fieldSelector").unwrap_or("")).map_err(bad)?;
+    if let Some(t) = query.get("timeoutSeconds").filter(|t| !t.is_empty()) {
+        crate::semantics::go_decode::parse_int(t).map_err(ApiError::bad_request)?;
+    }
     Ok(ListOptions {
-        labels: LabelSelector::parse(query.get("labelSelector").unwrap_or("")).map_err(bad)?,
-        fields: FieldSelector::parse(query.get("fieldSelector").unwrap_or("")).map_err(bad)?,
+        labels,
+        fields,
+        // Parsed as Go parses it; zero or negative means no limit, as in kube-apiserver.
         limit: match query.get("limit") {
             None | Some("") => None,
-            Some(l) => Some(
-                l.parse::<usize>()
-                    .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))?,
-            ),
+            Some(l) => usize::try_from(
+                crate::semantics::go_decode::parse_int(l).map_err(ApiError::bad_request)?,
+            )
+            .ok()
+            .filter(|l| *l > 0),
         },
         continue_token: query.get("continue").map(String::from),
         ..ListOptions::default()
@@ -404,6 +537,73 @@ fn list_version(query: &Query) -> ApiResult<(Option<u64>, bool)> {
         ));
     }
     Ok((Some(parsed), matching == "Exact"))
+}
+
+/// A watch's ListOptions checked as kube-apiserver checks them; the answer is `sendInitialEvents`
+/// as given. A watch without resourceVersion (or at "0") and without these options is checked as
+/// the streaming list kube-apiserver serves it as, which is why it may not `continue`.
+fn watch_options(query: &Query) -> ApiResult<Option<bool>> {
+    let initial = query
+        .get("sendInitialEvents")
+        .filter(|v| !v.is_empty())
+        .map(|_| query.flag("sendInitialEvents"));
+    let rv = query.get("resourceVersion").unwrap_or("");
+    let mut matching = query.get("resourceVersionMatch").unwrap_or("");
+    let mut checked = initial;
+    if checked.is_none() && matching.is_empty() && (rv.is_empty() || rv == "0") {
+        checked = Some(true);
+        matching = "NotOlderThan";
+    }
+    let field = "resourceVersionMatch";
+    let mut causes = Vec::new();
+    if checked.is_some() && matching != "NotOlderThan" {
+        causes.push(FieldCause::forbidden(
+            field,
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if !matching.is_empty() {
+        if checked.is_none() {
+            causes.push(FieldCause::forbidden(
+                field,
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if matching != "NotOlderThan" {
+            causes.push(FieldCause::not_supported(
+                field,
+                matching,
+                &["NotOlderThan"],
+            ));
+        }
+        if query.get("continue").is_some_and(|c| !c.is_empty()) {
+            causes.push(FieldCause::forbidden(
+                field,
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", causes));
+    }
+    Ok(initial)
+}
+
+/// The resourceVersion a watch starts after (`None`: none, or "0"). The watch cache answers a
+/// malformed one as an unclassified 500.
+fn watch_resource_version(query: &Query) -> ApiResult<Option<u64>> {
+    match query.get("resourceVersion") {
+        None | Some("") | Some("0") => Ok(None),
+        Some(rv) => crate::semantics::go_decode::parse_uint(rv)
+            .map(Some)
+            .map_err(|e| {
+                ApiError::new(
+                    500,
+                    "",
+                    format!("resourceVersion: Invalid value: {rv:?}: {e}"),
+                )
+            }),
+    }
 }
 
 /// How an answer is shaped, from the Accept header: whole objects, a Table (kubectl get), or
@@ -625,7 +825,7 @@ fn field_validation(query: &Query, options: &str) -> ApiResult<crate::store::Fie
         Some("Ignore") => Ok(FieldValidation::Ignore),
         Some(other) => Err(invalid_options(
             options,
-            FieldCause::not_supported("fieldValidation", other, &["Ignore", "Warn", "Strict"]),
+            FieldCause::not_supported("fieldValidation", other, &["", "Ignore", "Strict", "Warn"]),
         )),
     }
 }
@@ -638,9 +838,17 @@ fn dry_run(query: &Query, body: Option<&Value>, options: &str) -> ApiResult<bool
     match query.get("dryRun") {
         None | Some("") => Ok(from_body),
         Some("All") => Ok(true),
+        // The real server shows the whole list it was given.
         Some(other) => Err(invalid_options(
             options,
-            FieldCause::not_supported("dryRun", other, &["All"]),
+            FieldCause {
+                reason: crate::error::CauseReason::NotSupported,
+                field: "dryRun".into(),
+                message: format!(
+                    "Unsupported value: {}: supported values: \"All\"",
+                    serde_json::to_string(&[other]).unwrap_or_default()
+                ),
+            },
         )),
     }
 }
@@ -649,12 +857,14 @@ fn invalid_options(options: &str, cause: FieldCause) -> ApiError {
     ApiError::invalid("meta.k8s.io", options, "", vec![cause])
 }
 
-fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
-    let body: Value = if body.is_empty() {
-        json!({})
+/// A delete's options: from its body when it has one (kube-apiserver then ignores the query's),
+/// else from the query.
+fn delete_options(query: &Query, content_type: &str, body: &[u8]) -> ApiResult<DeleteOptions> {
+    let no_query = Query(HashMap::new());
+    let (body, query) = if body.is_empty() {
+        (json!({}), query)
     } else {
-        serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+        (delete_options_body(content_type, body)?, &no_query)
     };
     let policy = query
         .get("propagationPolicy")
@@ -702,6 +912,55 @@ fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
     })
 }
 
+/// A DeleteOptions body decoded as kube-apiserver decodes it, errors in its words.
+fn delete_options_body(content_type: &str, body: &[u8]) -> ApiResult<Value> {
+    use crate::semantics::go_decode;
+    let bad = |why: String| ApiError::bad_request(why);
+    let value: Value = match content_type.split(';').next().unwrap_or("").trim() {
+        "" | "application/json" | "*/*" => {
+            if let Some(why) = go_decode::find_kind_error(body) {
+                return Err(bad(why));
+            }
+            serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?
+        }
+        "application/yaml" | "application/x-yaml" | "text/yaml" => {
+            let value: Value =
+                serde_yaml::from_slice(body).map_err(|e| bad(go_decode::yaml_error(&e)))?;
+            if let Some(why) = go_decode::find_kind_error(value.to_string().as_bytes()) {
+                return Err(bad(why));
+            }
+            value
+        }
+        _ => {
+            return Err(ApiError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+            ));
+        }
+    };
+    if value.is_null() {
+        return Ok(json!({}));
+    }
+    if let Some(kind) = value["kind"]
+        .as_str()
+        .filter(|k| !k.is_empty() && *k != "DeleteOptions")
+    {
+        let version = value["apiVersion"]
+            .as_str()
+            .filter(|v| !v.is_empty())
+            .unwrap_or("meta.k8s.io/v1");
+        return Err(bad(format!(
+            "no kind {kind:?} is registered for version {version:?} in scheme \"pkg/runtime/scheme.go:111\""
+        )));
+    }
+    fn schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        g.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions>()
+    }
+    if let Some(why) = go_decode::unmarshal_error(schema, &value) {
+        return Err(bad(why));
+    }
+    Ok(value)
+}
+
 /// What a resource request brings besides its path.
 struct RequestParts<'a> {
     method: &'a Method,
@@ -733,9 +992,10 @@ async fn serve_resource(
         let catalog = store.catalog();
         match catalog.lookup(&path.group, &path.version, &path.plural) {
             Some(rt) => rt,
-            // The real server's handler chain ends in a plain-text 404 for groups it does not serve.
+            // The real server's handler chain ends in a plain-text 404 for groups it does not serve
+            // (an unknown version of a served group is a Status).
             None if !path.group.is_empty()
-                && catalog.group_version(&path.group, &path.version).is_none() =>
+                && !catalog.types().iter().any(|t| t.group == path.group) =>
             {
                 return Err(ApiError::page_not_found());
             }
@@ -787,6 +1047,16 @@ async fn serve_resource(
             .to_string(),
     };
     let write = |body: Option<&Value>, options: &str| -> ApiResult<WriteOptions> {
+        if query.get("fieldManager").is_some_and(|m| m.len() > 128) {
+            return Err(invalid_options(
+                options,
+                FieldCause {
+                    reason: crate::error::CauseReason::TooLong,
+                    field: "fieldManager".into(),
+                    message: "Too long: may not be more than 128 bytes".into(),
+                },
+            ));
+        }
         Ok(WriteOptions {
             dry_run: dry_run(query, body, options)?,
             field_validation: field_validation(query, options)?,
@@ -799,6 +1069,24 @@ async fn serve_resource(
             &shared.store().get_scale(&rt, &ns, &name)?,
         )),
         (&Method::GET, Some(name)) => {
+            if let Some(rv) = query.get("resourceVersion").filter(|rv| !rv.is_empty()) {
+                // The storage layer parses it, and answers a malformed one as an unclassified 500.
+                let asked = crate::semantics::go_decode::parse_uint(rv).map_err(|e| {
+                    ApiError::new(
+                        500,
+                        "",
+                        format!("resourceVersion: Invalid value: {rv:?}: {e}"),
+                    )
+                })?;
+                // Like a list, a get waits up to 3 s for a resourceVersion not reached yet.
+                if asked > shared.store().resource_version() {
+                    shared.clock.sleep(std::time::Duration::from_secs(3)).await;
+                    let current = shared.store().resource_version();
+                    if asked > current {
+                        return Err(Store::too_large_rv(asked, current));
+                    }
+                }
+            }
             let obj = shared.store().get(&rt, &ns, &name)?;
             let answer = view.object_answer(&rt, fallback, obj, shared.clock.now())?;
             Ok(json_response(200, &answer))
@@ -836,6 +1124,7 @@ async fn serve_resource(
         }
         (&Method::POST, None) if sub == Subresource::Main => {
             let (obj, twice) = decode_body(&rt, content_type, body)?;
+            check_kind(shared.store().catalog(), &rt, &obj, body)?;
             let opts = write(Some(&obj), "CreateOptions")?;
             let warnings = duplicates(&rt, &twice, &opts)?;
             written(shared, &rt, (view, fallback), 201, warnings, |store| {
@@ -844,6 +1133,10 @@ async fn serve_resource(
         }
         (&Method::PUT, Some(name)) => {
             let (obj, twice) = decode_body(&rt, content_type, body)?;
+            // A Scale is checked as one by the store.
+            if sub != Subresource::Scale {
+                check_kind(shared.store().catalog(), &rt, &obj, body)?;
+            }
             let opts = write(Some(&obj), "UpdateOptions")?;
             let warnings = duplicates(&rt, &twice, &opts)?;
             written(shared, &rt, (view, fallback), 200, warnings, |store| {
@@ -888,16 +1181,24 @@ async fn serve_resource(
             })
         }
         (&Method::DELETE, Some(name)) if sub == Subresource::Main => {
-            let opts = delete_options(query, body)?;
+            let opts = delete_options(query, content_type, body)?;
             // The real server answers 200 even when finalizers keep the object.
             let (crate::store::Deleted::Pending(obj) | crate::store::Deleted::Gone(obj)) =
                 shared.store().delete(&rt, &ns, &name, &opts)?;
             let answer = view.object_answer(&rt, fallback, obj, shared.clock.now())?;
             Ok(json_response(200, &answer))
         }
+        // Namespaces are deleted one by one: kube-apiserver serves no deletecollection for them.
+        (&Method::DELETE, None)
+            if rt.behavior.lifecycle == crate::catalog::Lifecycle::Namespace =>
+        {
+            Err(ApiError::method_not_allowed(
+                "deletecollection of namespaces",
+            ))
+        }
         (&Method::DELETE, None) => {
             let list = list_options(query)?;
-            let opts = delete_options(query, body)?;
+            let opts = delete_options(query, content_type, body)?;
             let ns_filter = path.namespace.as_deref();
             let deleted = shared
                 .store()

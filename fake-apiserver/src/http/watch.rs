@@ -48,46 +48,36 @@ pub fn serve_watch(
     view: super::View,
 ) -> ApiResult<Response<ResponseBody>> {
     Store::check_field_selector(&rt, &opts)?;
-    let initial_events = query.flag("sendInitialEvents");
+    // Checked as kube-apiserver checks a watch's ListOptions (see `watch_options`).
+    let initial = super::watch_options(query)?;
+    let initial_events = initial == Some(true);
     let bookmarks = query.flag("allowWatchBookmarks");
-    if initial_events && (!bookmarks || query.get("resourceVersionMatch") != Some("NotOlderThan")) {
-        return Err(ApiError::invalid(
-            "meta.k8s.io",
-            "ListOptions",
-            "",
-            vec![crate::error::FieldCause::forbidden(
-                "sendInitialEvents",
-                "sendInitialEvents is forbidden for watch unless the WatchListClient feature gate is enabled, resourceVersionMatch is set to NotOlderThan and allowWatchBookmarks is set to true",
-            )],
-        ));
-    }
     let timeout = match query.get("timeoutSeconds") {
         None | Some("") => DEFAULT_TIMEOUT,
-        Some(t) => match t.parse::<u64>() {
-            // Like the real server, 0 means "not set"; a huge value is capped, not overflowed.
-            Ok(0) => DEFAULT_TIMEOUT,
-            Ok(secs) => Duration::from_secs(secs.min(MAX_TIMEOUT_SECS)),
-            Err(_) => {
-                return Err(ApiError::bad_request(format!(
-                    "invalid timeoutSeconds: {t:?}"
-                )));
+        // Like the real server, 0 means "not set"; a huge value is capped, not overflowed.
+        Some(t) => {
+            match crate::semantics::go_decode::parse_int(t).map_err(ApiError::bad_request)? {
+                0 => DEFAULT_TIMEOUT,
+                // A negative timeout ends the watch at once, as on kube-apiserver.
+                secs if secs < 0 => Duration::ZERO,
+                secs => Duration::from_secs(secs.unsigned_abs().min(MAX_TIMEOUT_SECS)),
             }
-        },
+        }
     };
-    let start = match query.get("resourceVersion") {
-        None | Some("") | Some("0") => WatchStart::Now,
+    let start = match super::watch_resource_version(query)? {
+        // sendInitialEvents=false without a resourceVersion starts at the present.
+        None if initial == Some(false) => WatchStart::After(shared.store().resource_version()),
+        None => WatchStart::Now,
         // A streaming list starts from the current state, whatever resourceVersion it names.
         Some(_) if initial_events => WatchStart::Now,
-        Some(rv) => WatchStart::After(
-            rv.parse::<u64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?,
-        ),
+        Some(rv) => WatchStart::After(rv),
     };
     let params = Params {
         ns,
         opts,
         bookmarks,
-        initial_events,
+        // The bookmark that ends the initial events goes only to a watch that takes bookmarks.
+        initial_events: initial_events && bookmarks,
         timeout,
         view,
     };

@@ -101,6 +101,15 @@ impl<'a> Walk<'a> {
         if short.is_some_and(|s| SELF_DECODING.contains(&s)) {
             return None;
         }
+        // A struct that is not an object is named as a field of the struct around it.
+        if resolved.get("properties").is_some() && !v.is_object() {
+            return Some(format!(
+                "json: cannot unmarshal {} into Go struct field {strukt}.{} of type {}",
+                go_word(v),
+                self.stack.join("."),
+                self.go_type(node)
+            ));
+        }
         let strukt = match short {
             Some(s) if resolved.get("properties").is_some() => s.to_string(),
             _ => strukt.to_string(),
@@ -157,6 +166,409 @@ impl<'a> Walk<'a> {
     }
 }
 
+/// Go's `strconv.ParseInt` (base 10, 64 bits), with its error words.
+pub fn parse_int(s: &str) -> Result<i64, String> {
+    s.parse::<i64>()
+        .map_err(|e| strconv_error("ParseInt", s, e.kind()))
+}
+
+/// Go's `strconv.ParseUint` (base 10, 64 bits), with its error words.
+pub fn parse_uint(s: &str) -> Result<u64, String> {
+    // Go refuses a sign where Rust takes `+`.
+    if s.starts_with('+') {
+        return Err(strconv_error(
+            "ParseUint",
+            s,
+            &std::num::IntErrorKind::InvalidDigit,
+        ));
+    }
+    s.parse::<u64>()
+        .map_err(|e| strconv_error("ParseUint", s, e.kind()))
+}
+
+fn strconv_error(func: &str, s: &str, kind: &std::num::IntErrorKind) -> String {
+    let why = match kind {
+        std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+            "value out of range"
+        }
+        _ => "invalid syntax",
+    };
+    format!("strconv.{func}: parsing {}: {why}", go_quote(s))
+}
+
+/// Go's `%q` of a string (`strconv.Quote`), close enough for parameters and keys.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Problems libyaml's parser (not its scanner) reports: go-yaml gives their line 0-based.
+const YAML_PARSER_PROBLEMS: &[&str] = &[
+    "did not find expected <document start>",
+    "did not find expected node content",
+    "did not find expected key",
+    "did not find expected '-' indicator",
+    "did not find expected ',' or ']'",
+    "did not find expected ',' or '}'",
+    "found undefined tag handle",
+    "found duplicate %YAML directive",
+    "found incompatible YAML document",
+    "found duplicate %TAG directive",
+];
+
+/// A YAML syntax error as go-yaml (under sigs.k8s.io/yaml) words it: `yaml: line N: <problem>`.
+pub fn yaml_error(e: &serde_yaml::Error) -> String {
+    let text = e.to_string();
+    let problem = [" at line ", " at position ", ", while "]
+        .iter()
+        .filter_map(|sep| text.find(sep))
+        .min()
+        .map_or(text.as_str(), |i| &text[..i]);
+    let line = e.location().map_or(0, |l| l.line());
+    // go-yaml adds one to the scanner's 0-based line and not to the parser's.
+    let line = if YAML_PARSER_PROBLEMS.contains(&problem) {
+        line.saturating_sub(1)
+    } else {
+        line
+    };
+    if line == 0 {
+        format!("yaml: {problem}")
+    } else {
+        format!("yaml: line {line}: {problem}")
+    }
+}
+
+/// The anonymous struct kube-apiserver first decodes a body into, to find its kind.
+const FIND_KIND: &str = "struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }";
+
+/// What kube-apiserver's JSON serializer says when it cannot even read a body's apiVersion and
+/// kind: a syntax error of Go's scanner, or a top level (or `kind`, `apiVersion`) of the wrong
+/// type. `None` when the kind can be read.
+pub fn find_kind_error(body: &[u8]) -> Option<String> {
+    let why = match syntax_error(body) {
+        Some(e) => e,
+        None => {
+            let v: Value = serde_json::from_slice(body).ok()?;
+            match &v {
+                Value::Object(m) => ["apiVersion", "kind"].iter().find_map(|k| {
+                    m.get(*k)
+                        .filter(|x| !x.is_string() && !x.is_null())
+                        .map(|x| {
+                            // Into a string, Go names any number just "number".
+                            let word = if x.is_number() { "number".into() } else { go_word(x) };
+                            format!(
+                                "json: cannot unmarshal {word} into Go struct field .{k} of type string"
+                            )
+                        })
+                })?,
+                Value::Null => return None,
+                other => {
+                    let word = if other.is_number() { "number".into() } else { go_word(other) };
+                    format!("json: cannot unmarshal {word} into Go value of type {FIND_KIND}")
+                }
+            }
+        }
+    };
+    Some(format!(
+        "couldn't get version/kind; json parse error: {why}"
+    ))
+}
+
+/// The start of a body as kube-apiserver quotes it in decode errors: up to 30 bytes, as text for
+/// a JSON object, else in hex.
+pub fn summarize(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let (head, more) = if body.len() > MAX {
+        (&body[..MAX], " ...")
+    } else {
+        (body, "")
+    };
+    match body.first() {
+        None => "<empty>".into(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(head)),
+        Some(_) => {
+            let hex: String = head.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{hex}{more}")
+        }
+    }
+}
+
+/// Go's `quoteChar`: how its JSON scanner shows the byte it stumbled on.
+fn quote_char(c: u8) -> String {
+    match c {
+        b'\'' => "'\\''".into(),
+        b'"' => "'\"'".into(),
+        c => {
+            let q = go_quote(&char::from(c).to_string());
+            format!("'{}'", &q[1..q.len() - 1])
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Scan {
+    BeginValue,
+    BeginValueOrEmpty,
+    BeginStringOrEmpty,
+    BeginString,
+    EndValue,
+    EndTop,
+    InString,
+    InStringEsc,
+    InStringEscU(u8),
+    Neg,
+    One,
+    Zero,
+    Dot,
+    Dot0,
+    E,
+    ESign,
+    E0,
+    /// Inside a literal: the rest still expected, and the literal's name.
+    Literal(&'static [u8], &'static str),
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Parse {
+    ObjectKey,
+    ObjectValue,
+    ArrayValue,
+}
+
+/// The first syntax error of Go's `encoding/json` scanner in `body`, in its words.
+pub fn syntax_error(body: &[u8]) -> Option<String> {
+    let mut state = Scan::BeginValue;
+    let mut stack: Vec<Parse> = Vec::new();
+    let err = |c: u8, context: &str| Some(format!("invalid character {} {context}", quote_char(c)));
+    let space = |c: u8| matches!(c, b' ' | b'\t' | b'\r' | b'\n');
+    // One step of the scanner; `Err` carries the error message.
+    let step = |state: &mut Scan, stack: &mut Vec<Parse>, c: u8| -> Option<String> {
+        let mut s = *state;
+        loop {
+            match s {
+                Scan::BeginValueOrEmpty if space(c) => return None,
+                Scan::BeginValueOrEmpty if c == b']' => s = Scan::EndValue,
+                Scan::BeginValueOrEmpty => s = Scan::BeginValue,
+                Scan::BeginValue => {
+                    *state = match c {
+                        c if space(c) => return None,
+                        b'{' => {
+                            stack.push(Parse::ObjectKey);
+                            Scan::BeginStringOrEmpty
+                        }
+                        b'[' => {
+                            stack.push(Parse::ArrayValue);
+                            Scan::BeginValueOrEmpty
+                        }
+                        b'"' => Scan::InString,
+                        b'-' => Scan::Neg,
+                        b'0' => Scan::Zero,
+                        b'1'..=b'9' => Scan::One,
+                        b't' => Scan::Literal(b"rue", "true"),
+                        b'f' => Scan::Literal(b"alse", "false"),
+                        b'n' => Scan::Literal(b"ull", "null"),
+                        _ => return err(c, "looking for beginning of value"),
+                    };
+                    return None;
+                }
+                Scan::BeginStringOrEmpty if space(c) => return None,
+                Scan::BeginStringOrEmpty if c == b'}' => {
+                    if let Some(top) = stack.last_mut() {
+                        *top = Parse::ObjectValue;
+                    }
+                    s = Scan::EndValue;
+                }
+                Scan::BeginStringOrEmpty | Scan::BeginString => {
+                    if space(c) {
+                        *state = Scan::BeginString;
+                        return None;
+                    }
+                    if c == b'"' {
+                        *state = Scan::InString;
+                        return None;
+                    }
+                    return err(c, "looking for beginning of object key string");
+                }
+                Scan::EndValue => {
+                    let Some(top) = stack.last().copied() else {
+                        s = Scan::EndTop;
+                        continue;
+                    };
+                    if space(c) {
+                        *state = Scan::EndValue;
+                        return None;
+                    }
+                    *state = match (top, c) {
+                        (Parse::ObjectKey, b':') => {
+                            stack.pop();
+                            stack.push(Parse::ObjectValue);
+                            Scan::BeginValue
+                        }
+                        (Parse::ObjectKey, _) => return err(c, "after object key"),
+                        (Parse::ObjectValue, b',') => {
+                            stack.pop();
+                            stack.push(Parse::ObjectKey);
+                            Scan::BeginString
+                        }
+                        (Parse::ObjectValue, b'}') => {
+                            stack.pop();
+                            Scan::EndValue
+                        }
+                        (Parse::ObjectValue, _) => return err(c, "after object key:value pair"),
+                        (Parse::ArrayValue, b',') => Scan::BeginValue,
+                        (Parse::ArrayValue, b']') => {
+                            stack.pop();
+                            Scan::EndValue
+                        }
+                        (Parse::ArrayValue, _) => return err(c, "after array element"),
+                    };
+                    if *state == Scan::EndValue && stack.is_empty() {
+                        *state = Scan::EndTop;
+                    }
+                    return None;
+                }
+                Scan::EndTop => {
+                    *state = Scan::EndTop;
+                    return if space(c) {
+                        None
+                    } else {
+                        err(c, "after top-level value")
+                    };
+                }
+                Scan::InString => {
+                    *state = match c {
+                        b'"' => end_value(stack),
+                        b'\\' => Scan::InStringEsc,
+                        c if c < 0x20 => return err(c, "in string literal"),
+                        _ => Scan::InString,
+                    };
+                    return None;
+                }
+                Scan::InStringEsc => {
+                    *state = match c {
+                        b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => Scan::InString,
+                        b'u' => Scan::InStringEscU(0),
+                        _ => return err(c, "in string escape code"),
+                    };
+                    return None;
+                }
+                Scan::InStringEscU(n) => {
+                    if !c.is_ascii_hexdigit() {
+                        return err(c, "in \\u hexadecimal character escape");
+                    }
+                    *state = if n == 3 {
+                        Scan::InString
+                    } else {
+                        Scan::InStringEscU(n + 1)
+                    };
+                    return None;
+                }
+                Scan::Neg => {
+                    *state = match c {
+                        b'0' => Scan::Zero,
+                        b'1'..=b'9' => Scan::One,
+                        _ => return err(c, "in numeric literal"),
+                    };
+                    return None;
+                }
+                Scan::One if c.is_ascii_digit() => return None,
+                Scan::One | Scan::Zero => match c {
+                    b'.' => {
+                        *state = Scan::Dot;
+                        return None;
+                    }
+                    b'e' | b'E' => {
+                        *state = Scan::E;
+                        return None;
+                    }
+                    _ => s = Scan::EndValue,
+                },
+                Scan::Dot => {
+                    if !c.is_ascii_digit() {
+                        return err(c, "after decimal point in numeric literal");
+                    }
+                    *state = Scan::Dot0;
+                    return None;
+                }
+                Scan::Dot0 if c.is_ascii_digit() => return None,
+                Scan::Dot0 if c == b'e' || c == b'E' => {
+                    *state = Scan::E;
+                    return None;
+                }
+                Scan::Dot0 => s = Scan::EndValue,
+                Scan::E if c == b'+' || c == b'-' => {
+                    *state = Scan::ESign;
+                    return None;
+                }
+                Scan::E | Scan::ESign => {
+                    if !c.is_ascii_digit() {
+                        return err(c, "in exponent of numeric literal");
+                    }
+                    *state = Scan::E0;
+                    return None;
+                }
+                Scan::E0 if c.is_ascii_digit() => return None,
+                Scan::E0 => s = Scan::EndValue,
+                Scan::Literal(rest, name) => {
+                    if c != rest[0] {
+                        return err(
+                            c,
+                            &format!("in literal {name} (expecting {})", quote_char(rest[0])),
+                        );
+                    }
+                    *state = if rest.len() == 1 {
+                        end_value(stack)
+                    } else {
+                        Scan::Literal(&rest[1..], name)
+                    };
+                    return None;
+                }
+            }
+        }
+    };
+    for &c in body {
+        if let Some(e) = step(&mut state, &mut stack, c) {
+            return Some(e);
+        }
+    }
+    // At the end Go feeds one more space, which finishes a number or reports what is missing.
+    if state == Scan::EndTop {
+        return None;
+    }
+    if let Some(e) = step(&mut state, &mut stack, b' ') {
+        return Some(e);
+    }
+    if state == Scan::EndTop {
+        None
+    } else {
+        Some("unexpected end of JSON input".into())
+    }
+}
+
+/// The state after a complete value: the end of the document when nothing is open.
+fn end_value(stack: &[Parse]) -> Scan {
+    if stack.is_empty() {
+        Scan::EndTop
+    } else {
+        Scan::EndValue
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +603,98 @@ mod tests {
         assert_eq!(
             unmarshal_error(configmap, &json!({"data": {"k": "v"}})),
             None
+        );
+    }
+
+    #[test]
+    fn syntax_errors_are_worded_as_go_scanner_words_them() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("", Some("unexpected end of JSON input")),
+            ("{", Some("unexpected end of JSON input")),
+            ("{\"a\":", Some("unexpected end of JSON input")),
+            ("{\"a\" 1}", Some("invalid character '1' after object key")),
+            (
+                "{\"a\":1,}",
+                Some("invalid character '}' looking for beginning of object key string"),
+            ),
+            (
+                "{\"a\":1 \"b\"}",
+                Some("invalid character '\"' after object key:value pair"),
+            ),
+            (
+                "{\"a\":tru}",
+                Some("invalid character '}' in literal true (expecting 'e')"),
+            ),
+            (
+                "{\"a\":\"\\x\"}",
+                Some("invalid character 'x' in string escape code"),
+            ),
+            (
+                "{\"a\":1.}",
+                Some("invalid character '}' after decimal point in numeric literal"),
+            ),
+            (
+                "{\"a\":1e}",
+                Some("invalid character '}' in exponent of numeric literal"),
+            ),
+            (
+                "{\"a\":01}",
+                Some("invalid character '1' after object key:value pair"),
+            ),
+            (
+                "{\"a\":1}x",
+                Some("invalid character 'x' after top-level value"),
+            ),
+            (
+                "{p}",
+                Some("invalid character 'p' looking for beginning of object key string"),
+            ),
+            ("[1, 2]", None),
+            (" {\"a\": [1.5e-3, true, null, \"\\u00e9\"]} ", None),
+            ("5", None),
+            ("-", Some("invalid character ' ' in numeric literal")),
+        ];
+        for (body, want) in cases {
+            assert_eq!(syntax_error(body.as_bytes()).as_deref(), *want, "{body}");
+        }
+    }
+
+    #[test]
+    fn kind_errors_and_summaries() {
+        assert_eq!(
+            find_kind_error(b"[1]").as_deref(),
+            Some(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }"
+            )
+        );
+        assert_eq!(
+            find_kind_error(b"{\"kind\":5}").as_deref(),
+            Some(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .kind of type string"
+            )
+        );
+        assert_eq!(find_kind_error(b"{\"kind\":\"A\"}"), None);
+        assert_eq!(summarize(b""), "<empty>");
+        assert_eq!(summarize(b"[1]"), "5b315d");
+        assert_eq!(
+            summarize(b"{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\"}"),
+            "{\"apiVersion\": \"v1\", \"kind\": \" ..."
+        );
+        assert_eq!(
+            parse_int("abc").unwrap_err(),
+            "strconv.ParseInt: parsing \"abc\": invalid syntax"
+        );
+        assert_eq!(
+            parse_uint("99999999999999999999").unwrap_err(),
+            "strconv.ParseUint: parsing \"99999999999999999999\": value out of range"
+        );
+        assert_eq!(parse_int("-1"), Ok(-1));
+        let flow =
+            serde_yaml::from_str::<Value>("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n")
+                .unwrap_err();
+        assert_eq!(
+            yaml_error(&flow),
+            "yaml: line 3: did not find expected ',' or '}'"
         );
     }
 }

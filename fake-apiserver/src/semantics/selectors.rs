@@ -344,11 +344,11 @@ impl<'a> LabelParser<'a> {
         let mut values = BTreeSet::new();
         match self.peek(Ctx::Values) {
             (Tok::Ident | Tok::Comma, _) => {}
-            // Departure: upstream reads `()` as `("")`; Tollgate requires a
-            // non-empty list and reports it with upstream's own wording for
-            // an empty value set.
+            // As upstream: `()` reads as `("")`, so `in ()` selects nothing
+            // and `notin ()` whatever lacks the empty value.
             (Tok::CloseParen, _) => {
                 self.pos += 1;
+                values.insert(String::new());
                 return Ok(values);
             }
             (_, lit) => return Err(format!("found '{lit}', expected: ',', ')' or identifier")),
@@ -877,6 +877,8 @@ mod tests {
     #[case("empty in (x,,y)", true)]
     #[case("empty in (x,y)", false)]
     #[case("empty notin (x,)", false)]
+    #[case("app in ()", false)]
+    #[case("app notin ( )", true)]
     // AND of requirements, whitespace the way upstream tolerates it
     #[case("app=web,tier=frontend", true)]
     #[case("app=web,tier=backend", false)]
@@ -1000,14 +1002,6 @@ mod tests {
     #[case(
         "a in (b,",
         "unable to parse requirement: found '', expected: ',', or identifier"
-    )]
-    #[case(
-        "a in ()",
-        "unable to parse requirement: values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty"
-    )]
-    #[case(
-        "a notin ( )",
-        "unable to parse requirement: values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty"
     )]
     // gt / lt
     #[case(

@@ -130,15 +130,18 @@ impl Store {
             let supported = matches!(field, "metadata.name" | "metadata.namespace")
                 || rt.behavior.field_selectors.contains(&field);
             if !supported {
-                // Most kinds answer with the generic conversion error; some have their own words.
+                // Kinds with field selectors of their own (and custom resources) answer with
+                // their conversion function's words; the others with the scheme's default.
                 let message = match (rt.group.as_str(), rt.plural.as_str()) {
-                    ("", "configmaps") => format!(
-                        "\"{field}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
-                    ),
                     ("batch", "jobs") => {
                         format!("field label \"{field}\" not supported for Job")
                     }
-                    _ => format!("field label not supported: {field}"),
+                    _ if rt.crd.is_some() || !rt.behavior.field_selectors.is_empty() => {
+                        format!("field label not supported: {field}")
+                    }
+                    _ => format!(
+                        "\"{field}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+                    ),
                 };
                 return Err(ApiError::bad_request(message));
             }

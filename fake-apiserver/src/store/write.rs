@@ -51,6 +51,15 @@ fn check_type(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
         )));
     }
     if obj.get("metadata").is_some_and(|m| !m.is_object()) {
+        // A built-in kind's decoder names the field and its Go type.
+        if let crate::catalog::SchemaSource::Builtin(schema) = &rt.schema
+            && let Some(why) = crate::semantics::go_decode::unmarshal_error(*schema, obj)
+        {
+            return Err(ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {why}",
+                rt.kind, rt.version, rt.kind
+            )));
+        }
         return Err(ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): metadata must be an object",
             rt.kind
@@ -175,7 +184,13 @@ impl Store {
             return Err(cannot(&e));
         }
         let unknown = if let Some(check) = rt.decode_check {
-            let known = check(obj).map_err(|e| cannot(&e))?;
+            // Worded as Go's decoder words it where the schema finds the field.
+            let known = check(obj).map_err(|e| match &rt.schema {
+                crate::catalog::SchemaSource::Builtin(schema) => {
+                    cannot(&crate::semantics::go_decode::unmarshal_error(*schema, obj).unwrap_or(e))
+                }
+                crate::catalog::SchemaSource::Custom(_) => cannot(&e),
+            })?;
             let unknown = unknown_fields(obj, &known);
             remove_fields(obj, &unknown);
             unknown
@@ -478,6 +493,11 @@ impl Store {
         let body_name = obj["metadata"]["name"].as_str().unwrap_or("");
         if body_name != name {
             return Err(ApiError::bad_request(format!(
+        if body_name.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({name} based on URL) was undeterminable: name must be provided"
+            )));
+        }
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
         }
@@ -491,6 +511,12 @@ impl Store {
             .to_string();
         if !requested_rv.is_empty()
             && requested_rv != old["metadata"]["resourceVersion"].as_str().unwrap_or("")
+        // The storage layer parses it first, and answers a malformed one as an unclassified 500.
+        if !requested_rv.is_empty()
+            && let Err(e) = crate::semantics::go_decode::parse_uint(&requested_rv)
+        {
+            return Err(ApiError::new(500, "", e));
+        }
         {
             return Err(ApiError::stale(&rt.group, &rt.plural, name));
         }

@@ -53,6 +53,7 @@ mod deletion;
 mod managed_fields;
 mod meta_validation;
 mod params;
+mod request_errors;
 mod patch_errors;
 mod scale;
 mod schema_composition;
