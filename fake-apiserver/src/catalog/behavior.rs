@@ -163,6 +163,7 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
     static NODES: Behavior = Behavior {
         field_selectors: &["spec.unschedulable"],
         keep_status_on_create: true,
+        decode_defaults: Some(default_node),
         admit: Some(admit_node),
         ..PLAIN
     };
@@ -183,7 +184,7 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         field_selectors: EVENT_V1_FIELDS,
         convert: Some(Converter {
             to_storage: events_v1_to_core,
-            from_storage: core_to_events_v1,
+            from_storage: events_v1_view,
         }),
         admit: Some(admit_event),
         ..PLAIN
@@ -200,6 +201,8 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         // PodTemplate itself.
         returns_deleted_object: true,
         defaults: Some(default_service),
+        decode_defaults: Some(default_service_spec),
+        admit: Some(admit_service),
         ..PLAIN
     };
     static SERVICE_ACCOUNTS: Behavior = Behavior {
@@ -254,6 +257,7 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         ..PLAIN
     };
     static CRDS: Behavior = Behavior {
+        decode_defaults: Some(super::crd::default_crd),
         lifecycle: Lifecycle::CustomResourceDefinition,
         ..PLAIN
     };
@@ -393,6 +397,34 @@ fn default_secret(secret: &mut Value) {
             data.insert(k, json!(encoded));
         }
     }
+}
+
+/// The v1 conversion fills `spec.podCIDRs` from `spec.podCIDR`.
+fn default_node(node: &mut Value) {
+    let Some(spec) = node.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(cidr) = spec
+        .get("podCIDR")
+        .filter(|c| c.as_str().is_some_and(|c| !c.is_empty()))
+    {
+        let cidrs = json!([cidr]);
+        spec.entry("podCIDRs").or_insert(cidrs);
+    }
+}
+
+/// A stored Event through events.k8s.io/v1: the reporting fields core/v1 always writes are
+/// `omitempty` there.
+fn events_v1_view(core: &Value) -> Value {
+    let mut ev = core_to_events_v1(core);
+    if let Some(m) = ev.as_object_mut() {
+        for key in ["reportingController", "reportingInstance"] {
+            if m.get(key) == Some(&json!("")) {
+                m.remove(key);
+            }
+        }
+    }
+    ev
 }
 
 fn default_priority_class(pc: &mut Value) {
@@ -579,10 +611,27 @@ fn obj_mut_value_map<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Ma
     }
 }
 
-fn default_service(svc: &mut Value, ctx: &mut DefaultCtx<'_>) {
+/// A Service's decode-time defaults.
+fn default_service_spec(svc: &mut Value) {
     let spec = obj_mut(svc, "spec");
     set_default(spec, "type", json!("ClusterIP"));
     set_default(spec, "sessionAffinity", json!("None"));
+    if spec.get("type") != Some(&json!("ExternalName")) {
+        set_default(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for port in ports.iter_mut().filter_map(Value::as_object_mut) {
+            set_default(port, "protocol", json!("TCP"));
+            if let Some(p) = port.get("port").cloned() {
+                set_default(port, "targetPort", p);
+            }
+        }
+    }
+}
+
+/// A new Service's cluster IP, from the allocator unless the client chose one.
+fn default_service(svc: &mut Value, ctx: &mut DefaultCtx<'_>) {
+    let spec = obj_mut(svc, "spec");
     if spec.get("type") != Some(&json!("ExternalName")) {
         if !spec.contains_key("clusterIP") {
             let n = *ctx.next_cluster_ip;
@@ -596,17 +645,28 @@ fn default_service(svc: &mut Value, ctx: &mut DefaultCtx<'_>) {
         set_default(spec, "clusterIPs", json!([ip]));
         set_default(spec, "ipFamilies", json!(["IPv4"]));
         set_default(spec, "ipFamilyPolicy", json!("SingleStack"));
-        set_default(spec, "internalTrafficPolicy", json!("Cluster"));
-    }
-    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
-        for port in ports.iter_mut().filter_map(Value::as_object_mut) {
-            set_default(port, "protocol", json!("TCP"));
-            if let Some(p) = port.get("port").cloned() {
-                set_default(port, "targetPort", p);
-            }
-        }
     }
     svc["status"] = json!({"loadBalancer": {}});
+}
+
+/// The Service strategy on update: an update that leaves out the cluster IP keeps the allocated
+/// one and its families.
+fn admit_service(svc: &mut Value, ctx: &AdmitCtx<'_>) -> Result<(), Refused> {
+    let Some(old) = ctx.old else {
+        return Ok(());
+    };
+    let spec = obj_mut(svc, "spec");
+    if spec.get("type") == Some(&json!("ExternalName"))
+        || spec.get("clusterIP").is_some_and(|ip| ip != "")
+    {
+        return Ok(());
+    }
+    for field in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        if let Some(v) = old["spec"].get(field) {
+            spec.insert(field.into(), v.clone());
+        }
+    }
+    Ok(())
 }
 
 /// A Job's decode-time defaults. Its selector and the labels that match it come later, from the
@@ -774,6 +834,7 @@ mod tests {
     #[test]
     fn services_get_a_cluster_ip_from_the_allocator() {
         let mut svc = json!({"spec": {"ports": [{"port": 80}]}});
+        default_service_spec(&mut svc);
         let next = ctx_default(&mut svc, default_service);
         assert_eq!(svc["spec"]["clusterIP"], "10.96.0.1");
         assert_eq!(svc["spec"]["ports"][0]["targetPort"], 80);

@@ -340,10 +340,13 @@ pub fn admit_node(node: &mut Value, _: &AdmitCtx<'_>) -> Result<(), Refused> {
     Ok(())
 }
 
-/// Go writes a core/v1 Event's eventTime (null when unset) and reporting fields without
+/// Go writes a core/v1 Event's source, timestamps (null when unset) and reporting fields without
 /// `omitempty`.
 pub fn admit_event(event: &mut Value, _: &AdmitCtx<'_>) -> Result<(), Refused> {
     if let Some(m) = event.as_object_mut() {
+        m.entry("source").or_insert_with(|| json!({}));
+        m.entry("firstTimestamp").or_insert(Value::Null);
+        m.entry("lastTimestamp").or_insert(Value::Null);
         m.entry("eventTime").or_insert(Value::Null);
         m.entry("reportingComponent").or_insert_with(|| json!(""));
         m.entry("reportingInstance").or_insert_with(|| json!(""));

@@ -14,10 +14,11 @@ dual!(
     a_pod_takes_priority_and_preemption_policy_from_its_priority_class,
     secret_string_data_is_merged_into_data_and_never_stored,
     a_namespace_keeps_its_name_label_on_update,
+    a_service_update_gets_the_defaults_and_keeps_its_cluster_ip,
     deleting_a_service_account_service_or_pod_template_answers_the_object,
     a_created_job_is_labelled_like_its_pods,
-    a_core_event_carries_go_zero_values,
-    a_created_node_carries_go_zero_status_structs,
+    events_carry_go_zero_values_in_both_versions,
+    a_created_node_carries_its_pod_cidrs_and_go_zero_status_structs,
 );
 
 const TOKEN_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -387,7 +388,7 @@ async fn a_created_job_is_labelled_like_its_pods(env: Env) {
     );
 }
 
-async fn a_core_event_carries_go_zero_values(env: Env) {
+async fn events_carry_go_zero_values_in_both_versions(env: Env) {
     let event = created(
         post(
             &env,
@@ -402,18 +403,61 @@ async fn a_core_event_carries_go_zero_values(env: Env) {
     assert!(event.get("eventTime").is_some(), "{event}");
     assert_eq!(event["reportingComponent"], "");
     assert_eq!(event["reportingInstance"], "");
+    // Through events.k8s.io/v1 the empty reporting fields are left out.
+    let v1 = format!("/apis/events.k8s.io/v1/namespaces/{}/events", env.ns);
+    let seen = env.raw("GET", &format!("{v1}/e"), "", "").await.body;
+    assert!(seen.get("reportingController").is_none(), "{seen}");
+    assert!(seen.get("reportingInstance").is_none(), "{seen}");
+    // An events.k8s.io/v1 Event carries the deprecated core fields as Go zero values.
+    let made = created(
+        post(
+            &env,
+            &v1,
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e2"},
+                "eventTime": "2024-05-01T10:00:00.000000Z", "reportingController": "example.com/c",
+                "reportingInstance": "c-0", "action": "Pull", "reason": "Pulling", "type": "Normal",
+                "regarding": {"kind": "Pod", "name": "p", "namespace": env.ns}}),
+        )
+        .await,
+    );
+    assert_eq!(made["deprecatedSource"], json!({}), "{made}");
+    assert!(
+        made.get("deprecatedFirstTimestamp")
+            .is_some_and(Value::is_null),
+        "{made}"
+    );
+    assert!(
+        made.get("deprecatedLastTimestamp")
+            .is_some_and(Value::is_null),
+        "{made}"
+    );
+    let core = env
+        .raw(
+            "GET",
+            &format!("/api/v1/namespaces/{}/events/e2", env.ns),
+            "",
+            "",
+        )
+        .await
+        .body;
+    assert_eq!(core["source"], json!({}), "{core}");
+    assert!(
+        core.get("firstTimestamp").is_some_and(Value::is_null),
+        "{core}"
+    );
 }
 
-async fn a_created_node_carries_go_zero_status_structs(env: Env) {
+async fn a_created_node_carries_its_pod_cidrs_and_go_zero_status_structs(env: Env) {
     let name = env.name("node");
     let node = created(
         post(
             &env,
             "/api/v1/nodes",
-            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}),
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": {"podCIDR": "10.244.0.0/24"}}),
         )
         .await,
     );
+    assert_eq!(node["spec"]["podCIDRs"], json!(["10.244.0.0/24"]), "{node}");
     env.delete_at_end(format!("/api/v1/nodes/{name}"));
     assert_eq!(
         node["status"]["daemonEndpoints"],
@@ -421,4 +465,32 @@ async fn a_created_node_carries_go_zero_status_structs(env: Env) {
     );
     assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "");
     assert_eq!(node["status"]["nodeInfo"]["architecture"], "");
+}
+
+async fn a_service_update_gets_the_defaults_and_keeps_its_cluster_ip(env: Env) {
+    let services = format!("/api/v1/namespaces/{}/services", env.ns);
+    let svc = created(
+        post(
+            &env,
+            &services,
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}),
+        )
+        .await,
+    );
+    let raw = put(
+        &env,
+        &format!("{services}/s"),
+        &json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "resourceVersion": svc["metadata"]["resourceVersion"]},
+            "spec": {"selector": {"app": "t"}, "ports": [{"port": 80, "targetPort": 8080}]}}),
+    )
+    .await;
+    assert_eq!(raw.code, 200, "{}", raw.text);
+    let spec = &raw.body["spec"];
+    for field in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        assert_eq!(spec[field], svc["spec"][field], "{field}: {spec}");
+    }
+    assert_eq!(spec["type"], "ClusterIP");
+    assert_eq!(spec["sessionAffinity"], "None");
+    assert_eq!(spec["internalTrafficPolicy"], "Cluster");
+    assert_eq!(spec["ports"][0]["protocol"], "TCP");
 }
