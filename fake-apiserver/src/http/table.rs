@@ -636,10 +636,9 @@ fn subjects(o: &Value, kind: &str) -> Value {
         .filter(|s| s["kind"] == kind)
         .map(|s| {
             let name = s["name"].as_str().unwrap_or("");
-            if kind == "ServiceAccount" {
-                format!("{}:{name}", s["namespace"].as_str().unwrap_or(""))
-            } else {
-                name.to_string()
+            match s["namespace"].as_str().filter(|ns| !ns.is_empty()) {
+                Some(ns) if kind == "ServiceAccount" => format!("{ns}/{name}"),
+                _ => name.to_string(),
             }
         })
         .collect();

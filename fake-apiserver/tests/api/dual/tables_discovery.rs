@@ -25,6 +25,7 @@ dual!(
     custom_resources_are_discovered_with_the_apiextensions_servers_verbs,
     version_claims_the_emulated_release,
     discovery_of_groups_and_versions_not_served_is_not_found,
+    role_bindings_services_and_leases_print_like_kube_apiserver,
 );
 
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -408,6 +409,16 @@ async fn a_paged_table_carries_the_lists_continue_and_remaining_count(env: Env) 
         )
         .await;
     }
+    // The namespace's kube-root-ca.crt (published by a controller on kube-apiserver) counts too.
+    let config_maps = env.api::<k8s_openapi::api::core::v1::ConfigMap>();
+    let root_ca = |o: Option<&k8s_openapi::api::core::v1::ConfigMap>| o.is_some();
+    env.wait_for(
+        &config_maps,
+        "kube-root-ca.crt",
+        root_ca,
+        "the root CA is published",
+    )
+    .await;
     // Without a selector the list knows how many items remain.
     let page = get(&env, &format!("{base}?limit=1"), TABLE).await.body;
     assert_eq!(page["rows"].as_array().map(Vec::len), Some(1));
@@ -417,7 +428,6 @@ async fn a_paged_table_carries_the_lists_continue_and_remaining_count(env: Env) 
         page["metadata"]
     );
     assert!(page["metadata"]["resourceVersion"].is_string());
-    // The namespace's kube-root-ca.crt is one of them.
     assert_eq!(
         page["metadata"]["remainingItemCount"], 3,
         "{}",
@@ -852,4 +862,79 @@ async fn discovery_of_groups_and_versions_not_served_is_not_found(env: Env) {
     // A built-in group's handler answers an unknown version with a NotFound Status.
     let raw = get(&env, "/apis/apps/v9", "application/json").await;
     assert_status(&raw, 404, "NotFound");
+}
+
+async fn role_bindings_services_and_leases_print_like_kube_apiserver(env: Env) {
+    let ns = &env.ns;
+    let binding = json!({
+        "metadata": {"name": "rb"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [
+            {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"},
+            {"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"},
+            {"kind": "ServiceAccount", "name": "default", "namespace": ns},
+            {"kind": "ServiceAccount", "name": "other", "namespace": "kube-system"},
+        ],
+    });
+    let path = format!("/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings");
+    post(&env, &path, "application/json", binding).await;
+    let table = get(&env, &format!("{path}/rb"), TABLE).await.body;
+    assert_eq!(
+        column_names(&table),
+        ["Name", "Role", "Age", "Users", "Groups", "ServiceAccounts"]
+    );
+    assert_eq!(
+        cells(&table, &[2]),
+        [
+            json!("rb"),
+            json!("ClusterRole/view"),
+            json!("<age>"),
+            json!("alice"),
+            json!("devs"),
+            json!(format!("{ns}/default, kube-system/other")),
+        ]
+    );
+
+    let service = json!({
+        "metadata": {"name": "svc"},
+        "spec": {"selector": {"tier": "y", "app": "x"}, "ports": [
+            {"name": "http", "port": 80, "protocol": "TCP"},
+            {"name": "dns", "port": 53, "protocol": "UDP"},
+        ]},
+    });
+    let path = format!("/api/v1/namespaces/{ns}/services");
+    post(&env, &path, "application/json", service).await;
+    let table = get(&env, &format!("{path}/svc"), TABLE).await.body;
+    let mut row = cells(&table, &[2, 5]);
+    assert_eq!(
+        row.drain(..).collect::<Vec<_>>(),
+        [
+            json!("svc"),
+            json!("ClusterIP"),
+            json!("<age>"),
+            json!("<none>"),
+            json!("80/TCP,53/UDP"),
+            json!("<age>"),
+            json!("app=x,tier=y"),
+        ]
+    );
+
+    let lease = json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}});
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{ns}/leases");
+    post(&env, &path, "application/json", lease).await;
+    post(
+        &env,
+        &path,
+        "application/json",
+        json!({"metadata": {"name": "free"}}),
+    )
+    .await;
+    let table = get(&env, &path, TABLE).await.body;
+    let holders: Vec<&Value> = table["rows"]
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|r| &r["cells"][1])
+        .collect();
+    assert_eq!(holders, [&json!(""), &json!("me")]);
 }
