@@ -1145,7 +1145,7 @@ async fn serve_resource(
         }
         (&Method::PATCH, Some(name)) => {
             let kind = PatchKind::from_content_type(content_type)
-                .ok_or_else(|| unsupported_patch(content_type))?;
+                .ok_or_else(|| unsupported_patch(rt.crd.is_some()))?;
             let mut opts = write(None, "PatchOptions")?;
             if kind == PatchKind::Apply {
                 // Apply needs an explicit manager; the user agent does not count.

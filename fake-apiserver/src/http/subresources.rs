@@ -73,9 +73,9 @@ impl Call<'_> {
             Method::PUT => Ok((None, self.decode(rt)?)),
             Method::PATCH => {
                 let kind = PatchKind::from_content_type(self.content_type)
-                    .ok_or_else(|| unsupported_patch(self.content_type))?;
+                    .ok_or_else(|| unsupported_patch(rt.crd.is_some()))?;
                 if kind == PatchKind::Apply {
-                    return Err(unsupported_patch(self.content_type));
+                    return Err(unsupported_patch(rt.crd.is_some()));
                 }
                 Ok((Some(kind), Value::Null))
             }

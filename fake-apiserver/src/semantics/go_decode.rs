@@ -33,6 +33,70 @@ pub fn unmarshal_error(schema: SchemaFn, obj: &Value) -> Option<String> {
     walk.value(&root, obj, "")
 }
 
+/// Go's decoder reads a null element of a map or a slice as the element's zero value: `{"q": null}`
+/// in a `map[string]string` is stored as `"q": ""`. Only scalar elements are filled.
+pub fn zero_nulls(schema: SchemaFn, obj: &mut Value) {
+    fn has_null(v: &Value) -> bool {
+        match v {
+            Value::Null => true,
+            Value::Array(a) => a.iter().any(has_null),
+            Value::Object(m) => m.values().any(has_null),
+            _ => false,
+        }
+    }
+    // Most bodies have no null at all: spare them the schema.
+    if !has_null(obj) {
+        return;
+    }
+    let mut generator = SchemaSettings::openapi3().into_generator();
+    let root: Value = schema(&mut generator).into();
+    let defs = generator.take_definitions(true);
+    zero_elements(&defs, &root, obj);
+}
+
+fn zero_elements(defs: &Map<String, Value>, node: &Value, v: &mut Value) {
+    let (node, name) = resolve(defs, node);
+    if name.is_some_and(|n| SELF_DECODING.contains(&n.rsplit('.').next().unwrap_or(n))) {
+        return;
+    }
+    if let Some(props) = node.get("properties").and_then(Value::as_object) {
+        if let Value::Object(m) = v {
+            for (k, x) in m.iter_mut() {
+                if let Some(p) = props.get(k) {
+                    zero_elements(defs, p, x);
+                }
+            }
+        }
+        return;
+    }
+    let elem = match node["type"].as_str() {
+        Some("array") => &node["items"],
+        Some("object") => &node["additionalProperties"],
+        _ => return,
+    };
+    let elements: Vec<&mut Value> = match v {
+        Value::Array(a) => a.iter_mut().collect(),
+        Value::Object(m) => m.values_mut().collect(),
+        _ => return,
+    };
+    let (resolved, elem_name) = resolve(defs, elem);
+    let self_decoding =
+        elem_name.is_some_and(|n| SELF_DECODING.contains(&n.rsplit('.').next().unwrap_or(n)));
+    let zero = match resolved["type"].as_str() {
+        _ if self_decoding || resolved.get("properties").is_some() => None,
+        Some("string") => Some(Value::from("")),
+        Some("integer" | "number") => Some(Value::from(0)),
+        Some("boolean") => Some(Value::from(false)),
+        _ => None,
+    };
+    for x in elements {
+        match (&zero, x.is_null()) {
+            (Some(z), true) => *x = z.clone(),
+            _ => zero_elements(defs, elem, x),
+        }
+    }
+}
+
 struct Walk<'a> {
     defs: &'a Map<String, Value>,
     stack: Vec<String>,
@@ -139,6 +203,11 @@ impl<'a> Walk<'a> {
             return None;
         }
         let ok = match resolved["type"].as_str().unwrap_or("") {
+            // A []byte field: Go's decoder reports bad base64 in base64's own words.
+            "string" if resolved["format"] == "byte" => match v.as_str() {
+                Some(s) => return base64_error(s),
+                None => false,
+            },
             "string" => v.is_string(),
             "boolean" => v.is_boolean(),
             "number" => v.is_number(),
@@ -163,6 +232,57 @@ impl<'a> Walk<'a> {
             _ => true,
         };
         if ok { None } else { fail(self) }
+    }
+}
+
+/// Go's `base64.StdEncoding` error for `s`: the offset of the first byte it cannot take, counting
+/// the line breaks it skips.
+fn base64_error(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let skip = |mut i: usize| {
+        while i < b.len() && matches!(b[i], b'\r' | b'\n') {
+            i += 1;
+        }
+        i
+    };
+    let alphabet = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
+    let corrupt = |at: usize| Some(format!("illegal base64 data at input byte {at}"));
+    let mut i = 0;
+    loop {
+        // One quantum of four symbols.
+        let mut j = 0;
+        while j < 4 {
+            i = skip(i);
+            if i == b.len() {
+                return match j {
+                    0 => None,
+                    _ => corrupt(i - j),
+                };
+            }
+            let c = b[i];
+            i += 1;
+            if alphabet(c) {
+                j += 1;
+                continue;
+            }
+            if c != b'=' || j < 2 {
+                return corrupt(i - 1);
+            }
+            if j == 2 {
+                // "==" ends a quantum of two symbols.
+                i = skip(i);
+                if i == b.len() {
+                    return corrupt(b.len());
+                }
+                if b[i] != b'=' {
+                    return corrupt(i - 1);
+                }
+                i += 1;
+            }
+            // Nothing but line breaks may follow padding.
+            i = skip(i);
+            return if i < b.len() { corrupt(i) } else { None };
+        }
     }
 }
 
@@ -209,6 +329,10 @@ pub fn go_quote(s: &str) -> String {
             '\r' => out.push_str("\\r"),
             c if (c as u32) < 0x20 || c as u32 == 0x7f => {
                 out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            // Latin-1's C1 controls and soft hyphen are not printable to Go either.
+            c if ('\u{80}'..='\u{9f}').contains(&c) || c == '\u{ad}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
             }
             c => out.push(c),
         }
@@ -604,6 +728,26 @@ mod tests {
             unmarshal_error(configmap, &json!({"data": {"k": "v"}})),
             None
         );
+    }
+
+    #[test]
+    fn bad_base64_is_worded_as_go_base64_words_it() {
+        for (s, want) in [
+            ("", None),
+            ("dQ==", None),
+            ("YWJj", None),
+            ("YW\nJj", None),
+            ("not base64!", Some(3)),
+            ("dQ=", Some(3)),
+            ("d", Some(0)),
+            ("dQ", Some(0)),
+            ("dQ=x", Some(2)),
+            ("=", Some(0)),
+            ("YWI=x", Some(4)),
+        ] {
+            let want = want.map(|n| format!("illegal base64 data at input byte {n}"));
+            assert_eq!(base64_error(s), want, "{s:?}");
+        }
     }
 
     #[test]

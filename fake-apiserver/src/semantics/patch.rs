@@ -30,13 +30,19 @@ impl PatchKind {
 }
 
 /// The answer to a PATCH whose content type is no patch type: on built-in kinds, the generic
-/// 415 of kube-apiserver's router (custom resources word it as [`ensure_supported`] does).
-pub fn unsupported_patch(_content_type: &str) -> ApiError {
+/// 415 of kube-apiserver's router; the apiextensions server's own handler words it for custom
+/// resources.
+pub fn unsupported_patch(custom_resource: bool) -> ApiError {
+    if custom_resource {
+        return ApiError::unsupported_media_type(CUSTOM_RESOURCE_PATCH_TYPES);
+    }
     ApiError {
         details: Some(serde_json::json!({})),
         ..ApiError::unsupported_media_type("415: Unsupported Media Type")
     }
 }
+
+const CUSTOM_RESOURCE_PATCH_TYPES: &str = "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
 
 /// Refuse, before anything is looked up, the patch types a kind cannot take: strategic merge patch
 /// needs the Go types' patch strategies, which custom resources do not have (as on the real server).
@@ -45,7 +51,7 @@ pub fn ensure_supported(kind: PatchKind, custom_resource: bool) -> ApiResult<()>
         PatchKind::Json | PatchKind::Merge => Ok(()),
         PatchKind::StrategicMerge if !custom_resource => Ok(()),
         PatchKind::StrategicMerge => Err(ApiError::unsupported_media_type(
-            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+            CUSTOM_RESOURCE_PATCH_TYPES,
         )),
         PatchKind::Apply => Ok(()),
     }
@@ -138,6 +144,42 @@ pub fn apply_patch(
         ));
     }
     Ok(doc)
+}
+
+/// A patched built-in object read as kube-apiserver's decoder reads it into its Go type: null
+/// map and slice elements become zero values, and a result the type cannot hold, or (with
+/// `fieldValidation=Strict`) one with unknown fields, is a 422 on the field `patch` quoting it.
+pub fn decode_patched(
+    rt: &crate::catalog::ResourceType,
+    patched: &mut Value,
+    validation: crate::store::FieldValidation,
+) -> ApiResult<()> {
+    let (Some(check), crate::catalog::SchemaSource::Builtin(schema)) =
+        (rt.decode_check, &rt.schema)
+    else {
+        return Ok(());
+    };
+    super::go_decode::zero_nulls(*schema, patched);
+    let why = match check(patched) {
+        Err(e) => super::go_decode::unmarshal_error(*schema, patched).unwrap_or(e),
+        Ok(known) if validation == crate::store::FieldValidation::Strict => {
+            let unknown = super::meta::unknown_fields(patched, &known);
+            if unknown.is_empty() {
+                return Ok(());
+            }
+            let named: Vec<String> = unknown
+                .iter()
+                .map(|f| format!("unknown field \"{f}\""))
+                .collect();
+            format!("strict decoding error: {}", named.join(", "))
+        }
+        Ok(_) => return Ok(()),
+    };
+    let mut shown = patched.clone();
+    if let Some(m) = shown["metadata"].as_object_mut() {
+        m.remove("managedFields");
+    }
+    Err(ApiError::invalid_patch(&shown.to_string(), &why))
 }
 
 /// One JSON patch operation, as kube-apiserver decodes it before applying.

@@ -180,6 +180,9 @@ impl Store {
                 rt.kind, rt.version, rt.kind
             ))
         };
+        if let crate::catalog::SchemaSource::Builtin(schema) = &rt.schema {
+            crate::semantics::go_decode::zero_nulls(*schema, obj);
+        }
         if let Some(e) = validation::microtime_error(&rt.group, &rt.kind, obj) {
             return Err(cannot(&e));
         }
@@ -797,20 +800,8 @@ impl Store {
         let Some(old) = self.objects.get(&key).map(Stored::object) else {
             return Err(ApiError::not_found(&rt.group, &rt.plural, name));
         };
-        let patched = apply_patch(kind, &rt.group, &rt.kind, &render(rt, &old), body)?;
-        // A result the kind's typed form cannot hold: kube-apiserver answers 422 on the field
-        // `patch`, quoting the patched object and its JSON decoder's complaint.
-        if let (Some(check), crate::catalog::SchemaSource::Builtin(schema)) =
-            (rt.decode_check, &rt.schema)
-            && let Err(e) = check(&patched)
-        {
-            let why = crate::semantics::go_decode::unmarshal_error(*schema, &patched).unwrap_or(e);
-            let mut shown = patched;
-            if let Some(m) = shown["metadata"].as_object_mut() {
-                m.remove("managedFields");
-            }
-            return Err(ApiError::invalid_patch(&shown.to_string(), &why));
-        }
+        let mut patched = apply_patch(kind, &rt.group, &rt.kind, &render(rt, &old), body)?;
+        crate::semantics::patch::decode_patched(rt, &mut patched, opts.field_validation)?;
         self.update_from(rt, ns, name, patched, sub, opts, true)
     }
 

@@ -55,6 +55,7 @@ mod meta_validation;
 mod params;
 mod request_errors;
 mod patch_errors;
+mod pods_events;
 mod scale;
 mod schema_composition;
 mod semantics;
