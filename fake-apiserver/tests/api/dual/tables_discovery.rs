@@ -905,9 +905,8 @@ async fn role_bindings_services_and_leases_print_like_kube_apiserver(env: Env) {
     let path = format!("/api/v1/namespaces/{ns}/services");
     post(&env, &path, "application/json", service).await;
     let table = get(&env, &format!("{path}/svc"), TABLE).await.body;
-    let mut row = cells(&table, &[2, 5]);
     assert_eq!(
-        row.drain(..).collect::<Vec<_>>(),
+        cells(&table, &[2, 5]),
         [
             json!("svc"),
             json!("ClusterIP"),
