@@ -257,6 +257,7 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         ..PLAIN
     };
     static CRDS: Behavior = Behavior {
+        decode_defaults: Some(super::crd::default_crd),
         lifecycle: Lifecycle::CustomResourceDefinition,
         ..PLAIN
     };

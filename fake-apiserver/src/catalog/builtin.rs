@@ -48,6 +48,7 @@ fn describe(
         storage: ResourceType::storage_key(storage_group(group, plural), plural),
         behavior: behavior_for(group, plural),
         crd: None,
+        deprecation_warning: None,
         decode_check: Some(decode_check),
         schema: super::SchemaSource::Builtin(schema),
         printer_columns: None,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::ResourceType;
 use super::behavior::custom_resource_behavior;
@@ -69,6 +69,148 @@ fn internal_versions(versions: &[Value]) -> String {
         })
         .collect();
     format!("[{}]", items.join(","))
+}
+
+/// kube-apiserver's defaults of a CRD, applied when it decodes any write (so its writer owns
+/// them): the singular and list kinds from the kind, the `None` conversion strategy, and port
+/// 443 for a conversion webhook's service.
+pub fn default_crd(crd: &mut Value) {
+    let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let unset = |names: &serde_json::Map<String, Value>, k: &str| {
+            names
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+        };
+        if unset(names, "singular") && !kind.is_empty() {
+            names.insert("singular".into(), json!(kind.to_lowercase()));
+        }
+        if unset(names, "listKind") && !kind.is_empty() {
+            names.insert("listKind".into(), json!(format!("{kind}List")));
+        }
+    }
+    if spec.get("conversion").is_none_or(Value::is_null) {
+        spec.insert("conversion".into(), json!({"strategy": "None"}));
+    }
+    if let Some(service) = spec
+        .get_mut("conversion")
+        .and_then(|c| c.pointer_mut("/webhook/clientConfig/service"))
+        .and_then(Value::as_object_mut)
+        && service.get("port").is_none_or(Value::is_null)
+    {
+        service.insert("port".into(), json!(443));
+    }
+}
+
+/// The versions marked as storage, in order.
+fn storage_versions(crd: &Value) -> impl Iterator<Item = &Value> {
+    crd["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["storage"] == json!(true))
+        .map(|v| &v["name"])
+}
+
+/// The status a CRD is created with: no conditions and no accepted names yet (kube-apiserver's
+/// naming and establishing controllers write those afterwards), its storage version stored.
+pub fn crd_created_status(crd: &Value) -> Value {
+    json!({
+        "conditions": null,
+        "acceptedNames": {"plural": "", "kind": ""},
+        "storedVersions": storage_versions(crd).cloned().collect::<Vec<_>>(),
+    })
+}
+
+/// An update of a CRD keeps its status, adding a new storage version to `storedVersions`.
+pub fn crd_updated_status(old: &Value, new: &mut Value) {
+    let mut status = old.get("status").cloned().unwrap_or_else(|| json!({}));
+    let mut stored: Vec<Value> = status["storedVersions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for v in storage_versions(new) {
+        if !stored.contains(v) {
+            stored.push(v.clone());
+        }
+    }
+    status["storedVersions"] = Value::Array(stored);
+    new["status"] = status;
+}
+
+/// Set a CRD condition as kube-apiserver's helper does: an existing condition of the type is
+/// replaced in place (keeping its lastTransitionTime while its status stays), a new one appended.
+/// True when anything changed.
+pub fn set_crd_condition(
+    crd: &mut Value,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    now: &str,
+) -> bool {
+    let mut conditions = crd["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut new = json!({"type": type_, "status": status, "lastTransitionTime": now, "reason": reason, "message": message});
+    match conditions.iter_mut().find(|c| c["type"] == type_) {
+        Some(old) => {
+            if old["status"] == status {
+                new["lastTransitionTime"] = old["lastTransitionTime"].clone();
+            }
+            if *old == new {
+                return false;
+            }
+            *old = new;
+        }
+        None => conditions.push(new),
+    }
+    crd["status"]["conditions"] = Value::Array(conditions);
+    true
+}
+
+/// Whether a CRD has a condition of this type with status True.
+pub fn crd_condition_true(crd: &Value, type_: &str) -> bool {
+    crd["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == type_ && c["status"] == "True")
+}
+
+/// The warning kube-apiserver sends with every request to a deprecated version of a CRD: its
+/// `deprecationWarning`, or one naming the preferred served version that is not deprecated.
+fn deprecation_warning(crd: &Value, version: &str) -> Option<String> {
+    let versions = crd["spec"]["versions"].as_array()?;
+    let this = versions.iter().find(|v| v["name"] == version)?;
+    if this["deprecated"] != json!(true) {
+        return None;
+    }
+    if let Some(text) = this["deprecationWarning"].as_str() {
+        return Some(text.to_string());
+    }
+    let group = str_at(crd, &["spec", "group"]);
+    let kind = str_at(crd, &["spec", "names", "kind"]);
+    let mut warning = format!("{group}/{version} {kind} is deprecated");
+    if let Some(preferred) = versions
+        .iter()
+        .filter(|v| v["served"] == json!(true) && v["deprecated"] != json!(true))
+        .filter_map(|v| v["name"].as_str())
+        .min_by_key(|v| super::version_priority(v))
+    {
+        warning.push_str(&format!("; use {group}/{preferred} {kind}"));
+    }
+    Some(warning)
 }
 
 /// The kinds a CRD serves (one per served version), or the field problems that make it invalid.
@@ -198,6 +340,7 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
             storage: storage.clone(),
             behavior: custom_resource_behavior(),
             crd: Some(name.to_string()),
+            deprecation_warning: deprecation_warning(crd, str_at(v, &["name"])),
             decode_check: None,
             scale: v["subresources"]
                 .get("scale")
@@ -233,7 +376,6 @@ pub fn crd_types(crd: &Value) -> Result<Vec<ResourceType>, Vec<FieldCause>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn serves_each_served_version_with_its_subresources() {

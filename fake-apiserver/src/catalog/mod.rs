@@ -13,7 +13,10 @@ use std::sync::Arc;
 
 pub use behavior::{Behavior, DefaultCtx, Lifecycle, NameRule, crd_status_at, has_generation};
 pub(crate) use builtin::builtin_types;
-pub use crd::crd_types;
+pub use crd::{
+    crd_condition_true, crd_created_status, crd_types, crd_updated_status, default_crd,
+    set_crd_condition,
+};
 pub use version::version_priority;
 
 /// Decodes a body as a kind's typed form and encodes it again (the error names the offending
@@ -41,6 +44,8 @@ pub struct ResourceType {
     pub behavior: &'static Behavior,
     /// The CustomResourceDefinition that defines this kind, if any.
     pub crd: Option<String>,
+    /// The `Warning` every request to this version answers with (a deprecated CRD version).
+    pub deprecation_warning: Option<String>,
     /// Decodes a body into the kind's typed form, as the real server does before anything else, so
     /// that a wrongly typed field is a 400 naming it. `None` for custom resources.
     pub decode_check: Option<DecodeCheck>,

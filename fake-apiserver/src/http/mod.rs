@@ -111,6 +111,13 @@ fn error_response(e: &ApiError) -> Response<ResponseBody> {
     json_response(e.code, &e.to_status())
 }
 
+/// kube-apiserver's OpenAPI v3 handler answers a path it has no document for with a bare 404.
+fn empty_not_found() -> Response<ResponseBody> {
+    let mut resp = Response::new(Full::new(Bytes::new()).boxed_unsync());
+    *resp.status_mut() = StatusCode::NOT_FOUND;
+    resp
+}
+
 fn text_response(code: u16, text: &'static str) -> Response<ResponseBody> {
     let mut resp = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed_unsync());
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
@@ -235,6 +242,11 @@ where
                 .ok_or_else(|| discovery::not_served(&group))
         }
         Route::Resource(path) => {
+            let deprecated = (
+                path.group.clone(),
+                path.version.clone(),
+                path.plural.clone(),
+            );
             let view = match View::from_accept(accept, query.get("includeObject")) {
                 Ok(view) => view,
                 Err(e) => return error_response(&e),
@@ -253,16 +265,25 @@ where
                 fallback: View::has_fallback(accept),
                 user_agent,
             };
-            serve_resource(&shared, path, req).await
+            let answer = serve_resource(&shared, path, req).await;
+            Ok(warn_deprecated(answer, &shared, &deprecated))
         }
-        Route::OpenApiRoot => Ok(json_response(200, &openapi::root(shared.store().catalog()))),
+        Route::OpenApiRoot => {
+            // kube-apiserver leaves the type of its root document to Go's content sniffing.
+            let mut resp = json_response(200, &openapi::root(shared.store().catalog()));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            Ok(resp)
+        }
         Route::OpenApi { group, version } => {
             // Build from a snapshot of the catalogue, so schema generation does not hold the lock.
             let catalog = shared.store().catalog().clone();
-            openapi::document(&catalog, &group, &version)
-                .map(|v| json_response(200, &v))
-                .ok_or_else(ApiError::unknown_path)
+            Ok(openapi::document(&catalog, &group, &version)
+                .map_or_else(empty_not_found, |v| json_response(200, &v)))
         }
+        Route::OpenApiUnknown => Ok(empty_not_found()),
         Route::NotFound => Err(ApiError::page_not_found()),
     };
     let resp = result.unwrap_or_else(|e| error_response(&e));
@@ -762,6 +783,36 @@ impl View {
     }
 }
 
+/// A deprecated custom resource version's `Warning`, first on every answer (errors too).
+fn warn_deprecated(
+    answer: ApiResult<Response<ResponseBody>>,
+    shared: &Shared,
+    (group, version, plural): &(String, String, String),
+) -> Response<ResponseBody> {
+    let mut resp = answer.unwrap_or_else(|e| error_response(&e));
+    let warning = shared
+        .store()
+        .catalog()
+        .lookup(group, version, plural)
+        .and_then(|rt| rt.deprecation_warning.clone());
+    if let Some(w) = warning {
+        let value = format!("299 - {}", serde_json::to_string(&w).unwrap_or_default());
+        if let Ok(v) = header::HeaderValue::from_str(&value) {
+            let later: Vec<_> = resp
+                .headers()
+                .get_all(header::WARNING)
+                .iter()
+                .cloned()
+                .collect();
+            resp.headers_mut().insert(header::WARNING, v);
+            for w in later {
+                resp.headers_mut().append(header::WARNING, w);
+            }
+        }
+    }
+    resp
+}
+
 /// Run a write and answer with its result and a `Warning` header per warning it raised.
 fn written(
     shared: &Shared,
@@ -994,14 +1045,15 @@ async fn serve_resource(
             Some(rt) => rt,
             // The real server's handler chain ends in a plain-text 404 for groups it does not serve
             // (an unknown version of a served group is a Status).
-            None if !path.group.is_empty()
-                && !catalog.types().iter().any(|t| t.group == path.group) =>
-            {
+            None if route::is_custom_group(catalog, &path.group) => {
                 return Err(ApiError::page_not_found());
             }
             None => return Err(ApiError::unknown_path()),
         }
     };
+    if let Some(e) = route::custom_resource_miss(&rt, &path) {
+        return Err(e);
+    }
     if path.namespace.is_some() && !rt.namespaced {
         return Err(ApiError::unknown_path());
     }

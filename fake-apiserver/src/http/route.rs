@@ -1,5 +1,8 @@
 //! URL paths to what they address.
 
+use crate::catalog::{Catalog, ResourceType};
+use crate::error::ApiError;
+
 /// A resource request path: `/api/v1/namespaces/ns/pods/name/status` and the like.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourcePath {
@@ -33,6 +36,8 @@ pub enum Route {
         group: String,
         version: String,
     },
+    /// Any other path under `/openapi/v3/`.
+    OpenApiUnknown,
     NotFound,
 }
 
@@ -53,6 +58,7 @@ pub fn route(path: &str) -> Route {
             group: group.to_string(),
             version: version.to_string(),
         },
+        ["openapi", "v3", ..] => Route::OpenApiUnknown,
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
         ["api"] => Route::CoreVersions,
         ["apis"] => Route::Groups,
@@ -96,6 +102,41 @@ fn resource(group: &str, version: &str, rest: &[&str]) -> Route {
         [plural, name] => path(None, plural, Some(name), None),
         [plural, name, sub] => path(None, plural, Some(name), Some(sub)),
         _ => Route::NotFound,
+    }
+}
+
+/// Whether kube-apiserver hands paths of this group to the apiextensions server (no built-in
+/// kind lives in it): there a path it cannot serve falls through to the plain-text
+/// `404 page not found`, where a built-in group's handler answers a NotFound Status.
+pub fn is_custom_group(catalog: &Catalog, group: &str) -> bool {
+    !group.is_empty()
+        && !catalog
+            .types()
+            .iter()
+            .any(|t| t.group == group && t.crd.is_none())
+}
+
+/// How the apiextensions server refuses a path to a custom resource it serves: a path of the
+/// other scope falls through to the plain-text 404; a subresource the version does not have is
+/// answered as if the object were missing.
+pub fn custom_resource_miss(rt: &ResourceType, path: &ResourcePath) -> Option<ApiError> {
+    rt.crd.as_ref()?;
+    let other_scope = match rt.namespaced {
+        true => path.namespace.is_none() && path.name.is_some(),
+        false => path.namespace.is_some(),
+    };
+    if other_scope {
+        return Some(ApiError::page_not_found());
+    }
+    match path.subresource.as_deref() {
+        None => None,
+        Some("status") if rt.status => None,
+        Some("scale") if rt.scale.is_some() => None,
+        Some(_) => Some(ApiError::not_found(
+            &rt.group,
+            &rt.plural,
+            path.name.as_deref().unwrap_or(""),
+        )),
     }
 }
 

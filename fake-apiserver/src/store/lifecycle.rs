@@ -3,12 +3,13 @@
 //! propagation), the namespace controller and the CRD cleanup.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::write::CRD_CLEANUP;
-use super::{ChangeType, ObjKey, Propagation, Store, Stored};
-use crate::catalog::Lifecycle;
+use super::{ChangeType, ObjKey, Propagation, Store, Stored, Subresource};
+use crate::catalog::{Lifecycle, crd_condition_true, set_crd_condition};
 use crate::semantics::meta::{has_finalizer, is_deleting, removable, remove_finalizer};
 
 impl Store {
@@ -85,14 +86,25 @@ impl Store {
                 self.pending.remove(&key);
                 continue;
             };
-            if !is_deleting(&obj) {
-                self.pending.remove(&key);
-                continue;
-            }
             let lifecycle = self
                 .catalog
                 .preferred_for_storage(&key.storage)
                 .map(|rt| rt.behavior.lifecycle);
+            if !is_deleting(&obj) {
+                if lifecycle == Some(Lifecycle::CustomResourceDefinition) {
+                    self.accept_crd_names(&key);
+                }
+                self.pending.remove(&key);
+                continue;
+            }
+            let obj = if lifecycle == Some(Lifecycle::CustomResourceDefinition)
+                && has_finalizer(&obj, CRD_CLEANUP)
+            {
+                self.crd_deletion_in_progress(&key).unwrap_or(obj)
+            } else {
+                obj
+            };
+            let last_stored = obj.clone();
             let mut obj = (*obj).clone();
             let mut changed = false;
             if has_finalizer(&obj, "orphan") {
@@ -128,7 +140,13 @@ impl Store {
             }
             if changed {
                 if removable(&obj) {
-                    self.commit(key.clone(), obj, ChangeType::Deleted);
+                    if lifecycle == Some(Lifecycle::CustomResourceDefinition) {
+                        // The CRD finalizer's last update deletes it; watchers see it as it
+                        // was last stored, finalizer included.
+                        self.commit(key.clone(), (*last_stored).clone(), ChangeType::Deleted);
+                    } else {
+                        self.commit(key.clone(), obj, ChangeType::Deleted);
+                    }
                     if lifecycle == Some(Lifecycle::CustomResourceDefinition) {
                         // Watches of a kind that no longer exists end, as on the real server.
                         if let Some(storage) = self.crd_storage(&key.name) {
@@ -142,6 +160,101 @@ impl Store {
             }
         }
         self.rv != before
+    }
+
+    /// A status write by one of kube-apiserver's own controllers: recorded as manager
+    /// `kube-apiserver`, subresource status. The object as stored.
+    fn controller_status_write(&mut self, key: &ObjKey, old: &Value, mut new: Value) -> Arc<Value> {
+        if let Some(rt) = self.catalog.preferred_for_storage(&key.storage) {
+            self.record_manager(
+                &rt,
+                Some(old),
+                &mut new,
+                "kube-apiserver",
+                Subresource::Status,
+            );
+        }
+        self.commit(key.clone(), new, ChangeType::Modified)
+    }
+
+    /// kube-apiserver's naming controller, then its establishing controller, on a CRD that is not
+    /// being deleted: two status writes, as on the real server (a watcher sees the names accepted
+    /// with Established False, "Installing", then Established). Later changes of `spec.names`
+    /// are accepted into `status.acceptedNames` the same way.
+    fn accept_crd_names(&mut self, key: &ObjKey) {
+        let Some(old) = self.objects.get(key).map(Stored::object) else {
+            return;
+        };
+        let now = self.clock.now_rfc3339();
+        let mut named = (*old).clone();
+        named["status"]["acceptedNames"] = old["spec"]["names"].clone();
+        let mut changed = named["status"]["acceptedNames"] != old["status"]["acceptedNames"];
+        changed |= set_crd_condition(
+            &mut named,
+            "NamesAccepted",
+            "True",
+            "NoConflicts",
+            "no conflicts found",
+            &now,
+        );
+        if !crd_condition_true(&named, "Established") {
+            changed |= set_crd_condition(
+                &mut named,
+                "Established",
+                "False",
+                "Installing",
+                "the initial names have been accepted",
+                &now,
+            );
+        }
+        let named = if changed {
+            self.controller_status_write(key, &old, named)
+        } else {
+            old
+        };
+        let mut established = (*named).clone();
+        if set_crd_condition(
+            &mut established,
+            "Established",
+            "True",
+            "InitialNamesAccepted",
+            "the initial names have been accepted",
+            &now,
+        ) {
+            self.controller_status_write(key, &named, established);
+        }
+    }
+
+    /// The CRD finalizer's first step on a CRD being deleted: its Terminating condition says the
+    /// deletion of its objects is in progress. The object as stored, if that wrote it.
+    fn crd_deletion_in_progress(&mut self, key: &ObjKey) -> Option<Arc<Value>> {
+        let old = self.objects.get(key).map(Stored::object)?;
+        let mut new = (*old).clone();
+        let now = self.clock.now_rfc3339();
+        set_crd_condition(
+            &mut new,
+            "Terminating",
+            "True",
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+            &now,
+        )
+        .then(|| self.controller_status_write(key, &old, new))
+    }
+
+    /// The CRD registry's delete: kube-apiserver marks the CRD itself (no grace period, no new
+    /// generation) with the finalizer that deletes its objects and a Terminating condition.
+    pub(super) fn mark_crd_deleting(&self, crd: &mut Value) {
+        let now = self.clock.now_rfc3339();
+        crd["metadata"]["deletionTimestamp"] = json!(now);
+        set_crd_condition(
+            crd,
+            "Terminating",
+            "True",
+            "InstanceDeletionPending",
+            "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+            &now,
+        );
     }
 
     /// The namespace controller's status conditions on a terminating namespace: what content and

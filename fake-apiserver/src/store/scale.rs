@@ -108,6 +108,25 @@ fn paths(rt: &ResourceType) -> ApiResult<&ScalePaths> {
     rt.scale.as_ref().ok_or_else(ApiError::unknown_path)
 }
 
+/// The apiextensions server's check of a custom resource with a scale subresource, on every
+/// write: the replicas its paths point at are non-negative integers (the path is the field).
+pub(super) fn replicas_causes(rt: &ResourceType, obj: &Value) -> Vec<crate::error::FieldCause> {
+    let Some(p) = rt.scale.as_ref().filter(|_| rt.crd.is_some()) else {
+        return Vec::new();
+    };
+    [&p.spec_replicas, &p.status_replicas]
+        .into_iter()
+        .filter_map(|path| {
+            let v = at(obj, path);
+            let n = v.as_i64().filter(|n| *n < 0)?;
+            Some(crate::error::FieldCause {
+                message: format!("Invalid value: {n}: should be a non-negative integer"),
+                ..crate::error::FieldCause::invalid(path, "", "")
+            })
+        })
+        .collect()
+}
+
 impl Store {
     pub fn get_scale(&self, rt: &ResourceType, ns: &str, name: &str) -> ApiResult<Value> {
         let obj = self.get(rt, ns, name)?;
@@ -144,7 +163,8 @@ impl Store {
                 vec![crate::error::FieldCause::required("spec.replicas", "")],
             )
         })?;
-        if replicas < 0 {
+        // A custom resource's replicas are validated with the object (replicas_causes).
+        if replicas < 0 && rt.crd.is_none() {
             // The value is an int32, quoted by no one: `Invalid value: -1`.
             let cause = crate::error::FieldCause {
                 message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),

@@ -306,6 +306,7 @@ impl Store {
         if let Some(schema) = &rt.structural {
             causes.extend(schema.validate(&obj, None));
         }
+        causes.extend(super::scale::replicas_causes(rt, &obj));
         if !causes.is_empty() {
             return Err(Self::invalid(rt, &obj, causes));
         }
@@ -359,10 +360,11 @@ impl Store {
                 self.next_cluster_ip = next_ip;
             }
         }
-        if rt.behavior.lifecycle == Lifecycle::CustomResourceDefinition {
-            obj["status"] = crate::catalog::crd_status_at(&obj, &self.clock.now_rfc3339());
-        }
         self.record_manager(rt, None, &mut obj, &opts.field_manager, Subresource::Main);
+        // The status the registry sets is no writer's.
+        if rt.behavior.lifecycle == Lifecycle::CustomResourceDefinition {
+            obj["status"] = crate::catalog::crd_created_status(&obj);
+        }
         self.admit(rt, None, &mut obj)?;
         if opts.dry_run {
             return Ok(Answer::Uncommitted(render(rt, &obj)));
@@ -410,6 +412,8 @@ impl Store {
                 if let Ok(types) = crd_types(stored) {
                     self.catalog.register_crd(&key.name, types);
                 }
+                // kube-apiserver's naming and establishing controllers (store/lifecycle.rs).
+                self.pending.insert(key.clone());
             }
             Lifecycle::Namespace => {
                 self.create_default_service_account(&key.name);
@@ -709,6 +713,7 @@ impl Store {
         if let Some(schema) = &rt.structural {
             causes.extend(schema.validate(&new, Some(old)));
         }
+        causes.extend(super::scale::replicas_causes(rt, &new));
         if !causes.is_empty() {
             return Err(Self::invalid(rt, &new, causes));
         }
@@ -727,12 +732,7 @@ impl Store {
                     )],
                 ));
             }
-            new["status"] = crate::catalog::crd_status_at(
-                &new,
-                old["status"]["conditions"][0]["lastTransitionTime"]
-                    .as_str()
-                    .unwrap_or(""),
-            );
+            crate::catalog::crd_updated_status(old, &mut new);
         }
         if crate::catalog::has_generation(rt) && spec_differs(old, &new, rt.status) {
             let generation = old["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
@@ -921,6 +921,8 @@ impl Store {
             if new == *old {
                 return Some(old);
             }
+        } else if lifecycle == Some(Lifecycle::CustomResourceDefinition) {
+            self.mark_crd_deleting(&mut new);
         } else {
             new["metadata"]["deletionTimestamp"] = json!(self.clock.now_rfc3339());
             new["metadata"]["deletionGracePeriodSeconds"] = json!(0);

@@ -46,6 +46,7 @@ use serde_json::Value;
 mod bootstrap;
 mod bytes;
 mod crd;
+mod crd_lifecycle;
 mod crd_openapi;
 pub(crate) mod crud;
 mod defaults;
