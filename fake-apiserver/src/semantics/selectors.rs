@@ -815,6 +815,41 @@ fn json_text(v: &Value) -> Cow<'_, str> {
     }
 }
 
+/// Whether a LabelSelector object (matchLabels, matchExpressions) selects these labels. An empty
+/// selector selects everything (policy/v1 semantics), a missing one nothing.
+pub(crate) fn label_selector_selects(selector: &Value, labels: &Value) -> bool {
+    if !selector.is_object() {
+        return false;
+    }
+    let label = |k: &str| labels.get(k).and_then(Value::as_str);
+    let labels_match = selector["matchLabels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| label(k) == v.as_str());
+    let expressions_match = selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .all(|e| {
+            let key = e["key"].as_str().unwrap_or("");
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            match e["operator"].as_str().unwrap_or("") {
+                "In" => label(key).is_some_and(|v| values.contains(&v)),
+                "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
+                "Exists" => label(key).is_some(),
+                "DoesNotExist" => label(key).is_none(),
+                _ => false,
+            }
+        });
+    labels_match && expressions_match
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

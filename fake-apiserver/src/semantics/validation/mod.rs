@@ -150,44 +150,10 @@ fn selector_is_empty(sel: &Value) -> bool {
             .is_none_or(|a| a.is_empty())
 }
 
-/// Whether a template's labels satisfy its owner's selector as kube-apiserver checks it: an
-/// empty selector selects everything, a missing one nothing.
+/// Whether a template's labels are selected by its owner's LabelSelector (an empty selector
+/// selects everything, a missing one nothing).
 fn selects(sel: &Value, labels: &Value) -> bool {
-    (sel.is_object() && selector_is_empty(sel)) || selector_matches(sel, labels)
-}
-
-/// Whether a LabelSelector selects these labels (a missing selector selects nothing).
-fn selector_matches(sel: &Value, labels: &Value) -> bool {
-    if sel.is_null() {
-        return false;
-    }
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
-    let labels_match = sel["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| label(k) == v.as_str());
-    let exprs_match = sel["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .all(|e| {
-            let key = e["key"].as_str().unwrap_or("");
-            let values: Vec<&str> = e["values"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            match e["operator"].as_str().unwrap_or("") {
-                "In" => label(key).is_some_and(|v| values.contains(&v)),
-                "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
-                "Exists" => label(key).is_some(),
-                "DoesNotExist" => label(key).is_none(),
-                _ => false,
-            }
-        });
-    labels_match && exprs_match
+    crate::semantics::selectors::label_selector_selects(sel, labels)
 }
 
 /// `field: Invalid value: N: must be greater than or equal to 0` for a negative number.
@@ -217,9 +183,9 @@ mod tests {
             label_selector_json(&sel),
             r#"{"matchLabels":{"x":"y"},"matchExpressions":[{"key":"k","operator":"In","values":["a"]}]}"#
         );
-        assert!(selector_matches(&sel, &json!({"x": "y", "k": "a"})));
-        assert!(!selector_matches(&sel, &json!({"x": "y", "k": "b"})));
-        assert!(!selector_matches(&Value::Null, &json!({})));
+        assert!(selects(&sel, &json!({"x": "y", "k": "a"})));
+        assert!(!selects(&sel, &json!({"x": "y", "k": "b"})));
+        assert!(!selects(&Value::Null, &json!({})));
         assert!(selector_is_empty(&json!({})));
     }
 }

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult, FieldCause};
 use crate::semantics::patch::{PatchKind, apply_patch};
+use crate::semantics::selectors::label_selector_selects as selects;
 use crate::store::{
     ChangeType, DeleteOptions, ListOptions, Propagation, Store, Stored, Subresource, WriteOptions,
     render,
@@ -437,41 +438,6 @@ fn set_condition(pod: &mut Value, mut condition: Value) {
         }
         None => list.push(condition),
     }
-}
-
-/// Whether a LabelSelector object (matchLabels, matchExpressions) selects these labels. An empty
-/// selector selects everything (policy/v1 semantics), a missing one nothing.
-pub(super) fn selects(selector: &Value, labels: &Value) -> bool {
-    if !selector.is_object() {
-        return false;
-    }
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
-    let labels_match = selector["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| label(k) == v.as_str());
-    let expressions_match = selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .all(|e| {
-            let key = e["key"].as_str().unwrap_or("");
-            let values: Vec<&str> = e["values"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            match e["operator"].as_str().unwrap_or("") {
-                "In" => label(key).is_some_and(|v| values.contains(&v)),
-                "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
-                "Exists" => label(key).is_some(),
-                "DoesNotExist" => label(key).is_none(),
-                _ => false,
-            }
-        });
-    labels_match && expressions_match
 }
 
 #[cfg(test)]
