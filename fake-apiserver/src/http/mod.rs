@@ -498,7 +498,9 @@ fn list_options(query: &Query) -> ApiResult<ListOptions> {
                 crate::semantics::go_decode::parse_int(l).map_err(ApiError::bad_request)?,
             )
             .ok()
-            .filter(|l| *l > 0),
+            .filter(|l| *l > 0)
+            // kube-apiserver's watch cache serves resourceVersion=0 whole, ignoring the limit.
+            .filter(|_| query.get("resourceVersion") != Some("0")),
         },
         continue_token: query.get("continue").map(String::from),
         ..ListOptions::default()

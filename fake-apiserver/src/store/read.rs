@@ -55,35 +55,187 @@ impl ListPage {
 
 const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
-/// The opaque continue token: the list's resourceVersion (-1: the latest) and the last key returned.
-fn encode_continue(rv: Option<u64>, ns: &str, name: &str) -> String {
+/// The continue token as kube-apiserver writes it: unpadded URL-safe base64 of
+/// `{"v","rv","start"}`, with the key to start from relative to the list's prefix (`/name\0`,
+/// `/<ns>/name\0` across namespaces) and the list's resourceVersion (-1: the latest), in Go's
+/// field order. Clients (and humans debugging pagination) decode it.
+fn encode_continue(rv: Option<u64>, start: &str) -> String {
     let rv = rv.map_or(-1, |rv| i64::try_from(rv).unwrap_or(i64::MAX));
-    URL_SAFE_NO_PAD
-        .encode(json!({"v": "meta.k8s.io/v1", "rv": rv, "start": [ns, name]}).to_string())
+    let start = serde_json::to_string(start).unwrap_or_default();
+    URL_SAFE_NO_PAD.encode(format!(
+        r#"{{"v":"meta.k8s.io/v1","rv":{rv},"start":{start}}}"#
+    ))
 }
 
-fn decode_continue(token: &str) -> ApiResult<(Option<u64>, String, String)> {
-    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
-    let raw = URL_SAFE_NO_PAD
-        .decode(token.trim_end_matches('='))
-        .map_err(|e| bad(&e.to_string()))?;
-    let v: Value = serde_json::from_slice(&raw).map_err(|e| bad(&e.to_string()))?;
-    let rv = match v["rv"].as_i64() {
-        Some(-1) => None,
-        Some(rv) if rv > 0 => Some(rv as u64),
-        _ => {
-            return Err(bad(
-                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+/// Where a page ends, as the next token's start: just after `key`.
+fn start_after(key: &ObjKey, across_namespaces: bool) -> String {
+    match across_namespaces {
+        true => format!("/{}/{}\0", key.namespace, key.name),
+        false => format!("/{}\0", key.name),
+    }
+}
+
+/// The first key a token's (cleaned) start addresses, in the list's key space.
+fn start_key(rt: &ResourceType, ns: Option<&str>, start: &str) -> ObjKey {
+    let rel = &start[1..];
+    let (namespace, name) = match (rt.namespaced, ns) {
+        (true, Some(ns)) => (ns, rel),
+        (true, None) => rel.split_once('/').unwrap_or((rel, "")),
+        (false, _) => ("", rel),
+    };
+    ObjKey {
+        storage: rt.storage.clone(),
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+    }
+}
+
+/// A continue token read as kube-apiserver reads it: its resourceVersion (`None`: the latest)
+/// and its start key (rooted, cleaned). Errors in kube-apiserver's words, Go's included.
+fn decode_continue(token: &str) -> ApiResult<(Option<u64>, String)> {
+    let bad = |why: &str| {
+        ApiError::bad_request(format!(
+            "invalid continue token: continue key is not valid{why}"
+        ))
+    };
+    let raw = go_raw_url_base64(token).map_err(|e| bad(&format!(": {e}")))?;
+    let (version, rv, start) = continue_fields(&raw).map_err(|e| bad(&format!(": {e}")))?;
+    if version != "meta.k8s.io/v1" {
+        return Err(bad(&format!(
+            ": server does not recognize this encoded version {version}"
+        )));
+    }
+    if rv == 0 {
+        return Err(bad(
+            ": incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ));
+    }
+    if start.is_empty() {
+        return Err(bad(": encoded start key empty (version meta.k8s.io/v1)"));
+    }
+    // A start that is not a clean path could range outside the list's prefix.
+    let rooted = match start.starts_with('/') {
+        true => start.clone(),
+        false => format!("/{start}"),
+    };
+    if clean_path(&rooted) != rooted {
+        return Err(bad(&format!(": {start}")));
+    }
+    Ok((u64::try_from(rv).ok(), rooted))
+}
+
+/// Go's `base64.RawURLEncoding.DecodeString`: no padding, line breaks skipped, trailing bits
+/// ignored, and its error naming the offending byte.
+fn go_raw_url_base64(s: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    let (mut in_quantum, mut quantum_start) = (0usize, 0usize);
+    for (i, c) in s.bytes().enumerate() {
+        let v = match c {
+            b'\n' | b'\r' => continue,
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' => 62,
+            b'_' => 63,
+            _ => return Err(format!("illegal base64 data at input byte {i}")),
+        };
+        if in_quantum == 0 {
+            quantum_start = i;
+        }
+        in_quantum = (in_quantum + 1) % 4;
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // One character cannot make a byte.
+    if in_quantum == 1 {
+        return Err(format!("illegal base64 data at input byte {quantum_start}"));
+    }
+    Ok(out)
+}
+
+/// Go's `json.Unmarshal` of a token into kube-apiserver's `continueToken` struct: the syntax
+/// error or the first type error in its words; keys match case-insensitively, null is zero.
+fn continue_fields(raw: &[u8]) -> Result<(String, i64, String), String> {
+    if let Some(e) = crate::semantics::go_decode::syntax_error(raw) {
+        return Err(e);
+    }
+    let value: Value = serde_json::from_slice(raw).map_err(|e| e.to_string())?;
+    let word = |v: &Value| match v {
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::Null => "null",
+    };
+    let (mut version, mut rv, mut start) = (String::new(), 0i64, String::new());
+    let fields = match &value {
+        Value::Object(fields) => fields,
+        Value::Null => return Ok((version, rv, start)),
+        other => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type storage.continueToken",
+                word(other)
             ));
         }
     };
-    let ns = v["start"][0]
-        .as_str()
-        .ok_or_else(|| bad("missing start key"))?;
-    let name = v["start"][1]
-        .as_str()
-        .ok_or_else(|| bad("missing start key"))?;
-    Ok((rv, ns.to_string(), name.to_string()))
+    let mut first_error = None;
+    let mismatch = |field: &str, what: &str, go_type: &str| {
+        format!(
+            "json: cannot unmarshal {what} into Go struct field continueToken.{field} of type {go_type}"
+        )
+    };
+    for (key, v) in fields {
+        let error = match (key.to_ascii_lowercase().as_str(), v) {
+            (_, Value::Null) => None,
+            ("v", Value::String(s)) => {
+                version = s.clone();
+                None
+            }
+            ("v", v) => Some(mismatch("v", word(v), "string")),
+            ("rv", Value::Number(n)) if n.as_i64().is_some() => {
+                rv = n.as_i64().unwrap_or_default();
+                None
+            }
+            // A number that is no int64 is named with its literal.
+            ("rv", Value::Number(n)) => Some(mismatch("rv", &format!("number {n}"), "int64")),
+            ("rv", v) => Some(mismatch("rv", word(v), "int64")),
+            ("start", Value::String(s)) => {
+                start = s.clone();
+                None
+            }
+            ("start", v) => Some(mismatch("start", word(v), "string")),
+            _ => None,
+        };
+        if first_error.is_none() {
+            first_error = error;
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok((version, rv, start)),
+    }
+}
+
+/// Go's `path.Clean` of a rooted path.
+fn clean_path(p: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for segment in p.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    format!("/{}", parts.join("/"))
 }
 
 impl Store {
@@ -189,7 +341,8 @@ impl Store {
             )));
         }
         Self::check_field_selector(rt, opts)?;
-        // A field selector pinning the namespace narrows the scan like the URL's namespace would.
+        // A field selector pinning the namespace narrows the scan (and the key space continue
+        // tokens are relative to) like the URL's namespace would.
         let ns = if rt.namespaced {
             ns.filter(|n| !n.is_empty())
                 .or_else(|| opts.fields.exact("metadata.namespace"))
@@ -198,24 +351,19 @@ impl Store {
         };
         let (list_rv, start) = match &opts.continue_token {
             Some(token) if !token.is_empty() => {
-                let (rv, start_ns, start_name) = decode_continue(token)?;
+                let (rv, start) = decode_continue(token)?;
                 let rv = match rv {
                     Some(rv) if rv < self.compacted_rv => {
                         // The real server offers a token for the rest of the list at the latest
                         // resourceVersion, accepting that the result is then inconsistent.
                         let mut e = ApiError::expired(EXPIRED_CONTINUE);
-                        e.list_continue = Some(encode_continue(None, &start_ns, &start_name));
+                        e.list_continue = Some(encode_continue(None, &start));
                         return Err(e);
                     }
                     Some(rv) => rv,
                     None => self.rv,
                 };
-                let start = ObjKey {
-                    storage: rt.storage.clone(),
-                    namespace: start_ns,
-                    name: start_name,
-                };
-                (rv, Some(start))
+                (rv, Some(start_key(rt, ns, &start)))
             }
             _ => match opts.resource_version {
                 Some(rv) if rv > self.rv => return Err(Self::too_large_rv(rv, self.rv)),
@@ -232,11 +380,11 @@ impl Store {
         };
         let in_scope = |k: &ObjKey| k.storage == rt.storage && ns.is_none_or(|n| k.namespace == n);
         let after_start = |k: &ObjKey| match &start {
-            Some(s) => k > s,
+            Some(s) => k >= s,
             None => true,
         };
         let lower = match &start {
-            Some(s) => Bound::Excluded(s.clone()),
+            Some(s) => Bound::Included(s.clone()),
             None => Bound::Included(ObjKey {
                 storage: rt.storage.clone(),
                 namespace: ns.unwrap_or("").to_string(),
@@ -290,7 +438,10 @@ impl Store {
             last = Some(key);
         }
         let continue_token = match (remaining > 0, last) {
-            (true, Some(k)) => Some(encode_continue(Some(list_rv), &k.namespace, &k.name)),
+            (true, Some(k)) => Some(encode_continue(
+                Some(list_rv),
+                &start_after(k, rt.namespaced && ns.is_none()),
+            )),
             _ => None,
         };
         // Like etcd, the count of what is left is given only for lists without selectors.
