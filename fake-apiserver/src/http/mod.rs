@@ -162,8 +162,16 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let (parts, body) = req.into_parts();
-    let query = Query::parse(parts.uri.query());
-    let route = route::route(parts.uri.path());
+    let mut query = Query::parse(parts.uri.query());
+    let legacy_watch = match parts.method {
+        Method::GET => route::legacy_watch(parts.uri.path(), &mut query),
+        _ => None,
+    };
+    let route = match legacy_watch {
+        Some(Ok(route)) => route,
+        Some(Err(e)) => return error_response(&e),
+        None => route::route(parts.uri.path()),
+    };
     let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e)

@@ -77,6 +77,43 @@ pub fn route(path: &str) -> Route {
     }
 }
 
+/// kube-apiserver's deprecated watch paths (`/api/v1/watch/namespaces/ns/configmaps[/name]`,
+/// still used by old clients) for a GET: the list route they watch, with the query made a watch
+/// narrowed to the object they name. A field selector must then pin that same name.
+pub(super) fn legacy_watch(
+    path: &str,
+    query: &mut super::Query,
+) -> Option<Result<Route, ApiError>> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["api", version, "watch", rest @ ..] => ("", *version, rest),
+        ["apis", group, version, "watch", rest @ ..] => (*group, *version, rest),
+        _ => return None,
+    };
+    let (list, name) = match rest {
+        [_] | ["namespaces", _, _] => (rest, None),
+        [_, name] => (&rest[..1], Some(*name)),
+        ["namespaces", _, _, name] => (&rest[..3], Some(*name)),
+        _ => return None,
+    };
+    if let Some(name) = name {
+        let fields = query.get("fieldSelector").unwrap_or("");
+        if fields.is_empty() {
+            query
+                .0
+                .insert("fieldSelector".into(), format!("metadata.name={name}"));
+        } else if let Ok(selector) = crate::semantics::selectors::FieldSelector::parse(fields)
+            && selector.exact("metadata.name") != Some(name)
+        {
+            return Some(Err(ApiError::bad_request(
+                "fieldSelector metadata.name doesn't match requested name",
+            )));
+        }
+    }
+    query.0.insert("watch".into(), "true".into());
+    Some(Ok(resource(group, version, list)))
+}
+
 fn resource(group: &str, version: &str, rest: &[&str]) -> Route {
     let path = |namespace: Option<&str>, plural: &str, name: Option<&&str>, sub: Option<&&str>| {
         Route::Resource(ResourcePath {

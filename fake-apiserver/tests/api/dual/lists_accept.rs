@@ -11,6 +11,7 @@ dual!(
     continue_tokens_carry_the_key_after_the_page_relative_to_the_list,
     malformed_continue_tokens_are_refused_in_kube_apiservers_words,
     continue_at_resource_version_zero_reads_the_rest_of_the_first_pages_snapshot,
+    deprecated_watch_paths_watch_the_list_or_the_named_object,
 );
 
 async fn get(env: &Env, path: &str) -> super::Raw {
@@ -194,5 +195,48 @@ async fn continue_at_resource_version_zero_reads_the_rest_of_the_first_pages_sna
     assert_eq!(
         pinned.body["message"],
         "specifying resource version is not allowed when using continue"
+    );
+}
+
+/// The (type, name) of each event of a finished watch.
+fn events(raw: &super::Raw) -> Vec<(String, String)> {
+    assert_eq!(raw.code, 200, "{}", raw.text);
+    raw.text
+        .lines()
+        .map(|line| {
+            let event: Value = serde_json::from_str(line).expect("one JSON event a line");
+            let name = event["object"]["metadata"]["name"].as_str().unwrap_or("");
+            (
+                event["type"].as_str().unwrap_or("").to_string(),
+                name.to_string(),
+            )
+        })
+        .collect()
+}
+
+async fn deprecated_watch_paths_watch_the_list_or_the_named_object(env: Env) {
+    secrets(&env, &["a", "b"]).await;
+    let added = |name: &str| ("ADDED".to_string(), name.to_string());
+    // Without a resourceVersion a watch starts with the objects there are; it ends at the timeout.
+    let base = format!("/api/v1/watch/namespaces/{}/secrets", env.ns);
+    let all = get(&env, &format!("{base}?timeoutSeconds=1")).await;
+    assert_eq!(events(&all), [added("a"), added("b")]);
+    // The path is a watch whatever the query says.
+    let forced = get(&env, &format!("{base}?timeoutSeconds=1&watch=false")).await;
+    assert_eq!(events(&forced), [added("a"), added("b")]);
+    let one = get(&env, &format!("{base}/b?timeoutSeconds=1")).await;
+    assert_eq!(events(&one), [added("b")]);
+    let namespace = format!("/api/v1/watch/namespaces/{}?timeoutSeconds=1", env.ns);
+    assert_eq!(events(&get(&env, &namespace).await), [added(&env.ns)]);
+
+    let other = get(
+        &env,
+        &format!("{base}/b?timeoutSeconds=1&fieldSelector=metadata.name%3Da"),
+    )
+    .await;
+    assert_status(&other, 400, "BadRequest");
+    assert_eq!(
+        other.body["message"],
+        "fieldSelector metadata.name doesn't match requested name"
     );
 }
