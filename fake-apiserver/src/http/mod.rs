@@ -270,7 +270,6 @@ where
                 content_type: &content_type,
                 body: &body,
                 view,
-                fallback: View::has_fallback(accept),
                 user_agent,
             };
             let answer = serve_resource(&shared, path, req).await;
@@ -670,8 +669,9 @@ impl View {
         })
     }
 
-    /// Whether the Accept header offers plain objects after its first choice, for when that
-    /// choice does not fit the answer (the real server then takes the next media type).
+    /// Whether the Accept header offers plain objects after its first choice, for a Table version
+    /// that is not served (the real server then takes the next media type). A metadata view that
+    /// does not fit the answer is 406 whatever follows: the choice is made before the answer.
     fn has_fallback(accept: &str) -> bool {
         accept.split(',').skip(1).any(|media| {
             let mut params = media.split(';').map(str::trim);
@@ -734,7 +734,6 @@ impl View {
     fn object_answer(
         self,
         rt: &ResourceType,
-        fallback: bool,
         obj: Value,
         now: jiff::Timestamp,
     ) -> ApiResult<Value> {
@@ -742,7 +741,6 @@ impl View {
             return Ok(obj);
         }
         let view = match self {
-            View::MetadataList if fallback => View::Full,
             View::MetadataList => return Err(Self::not_acceptable(rt, false)),
             v => v,
         };
@@ -757,13 +755,11 @@ impl View {
     fn list_answer(
         self,
         rt: &ResourceType,
-        fallback: bool,
         page: &crate::store::ListPage,
         now: jiff::Timestamp,
     ) -> ApiResult<Value> {
         Ok(match self {
             View::Full => page.to_json(rt),
-            View::Metadata if fallback => page.to_json(rt),
             View::Metadata => return Err(Self::not_acceptable(rt, true)),
             View::MetadataList => {
                 let mut list = page.to_json(rt);
@@ -827,7 +823,7 @@ fn warn_deprecated(
 fn written(
     shared: &Shared,
     rt: &ResourceType,
-    (view, fallback): (View, bool),
+    view: View,
     code: u16,
     mut warnings: Vec<String>,
     write: impl FnOnce(&mut Store) -> ApiResult<Answer>,
@@ -844,7 +840,7 @@ fn written(
         View::Full => json_bytes_response(code, answer.json(rt)),
         _ => json_response(
             code,
-            &view.object_answer(rt, fallback, answer.into_value(rt), shared.clock.now())?,
+            &view.object_answer(rt, answer.into_value(rt), shared.clock.now())?,
         ),
     };
     for w in warnings {
@@ -1029,8 +1025,6 @@ struct RequestParts<'a> {
     content_type: &'a str,
     body: &'a [u8],
     view: View,
-    /// Whether the Accept header takes plain objects when `view` does not fit the answer.
-    fallback: bool,
     user_agent: &'a str,
 }
 
@@ -1045,7 +1039,6 @@ async fn serve_resource(
         content_type,
         body,
         view,
-        fallback,
         user_agent,
     } = req;
     let rt = {
@@ -1074,7 +1067,6 @@ async fn serve_resource(
         body,
         user_agent,
         view,
-        fallback,
     };
     if let Some(answer) = subresources::serve(shared, &rt, &path, &call) {
         return answer;
@@ -1150,7 +1142,7 @@ async fn serve_resource(
                 }
             }
             let obj = shared.store().get(&rt, &ns, &name)?;
-            let answer = view.object_answer(&rt, fallback, obj, shared.clock.now())?;
+            let answer = view.object_answer(&rt, obj, shared.clock.now())?;
             Ok(json_response(200, &answer))
         }
         (&Method::GET, None) => {
@@ -1181,7 +1173,7 @@ async fn serve_resource(
                 }
                 other => other?,
             };
-            let answer = view.list_answer(&rt, fallback, &page, shared.clock.now())?;
+            let answer = view.list_answer(&rt, &page, shared.clock.now())?;
             Ok(json_response(200, &answer))
         }
         (&Method::POST, None) if sub == Subresource::Main => {
@@ -1189,7 +1181,7 @@ async fn serve_resource(
             check_kind(shared.store().catalog(), &rt, &obj, body)?;
             let opts = write(Some(&obj), "CreateOptions")?;
             let warnings = duplicates(&rt, &twice, &opts)?;
-            written(shared, &rt, (view, fallback), 201, warnings, |store| {
+            written(shared, &rt, view, 201, warnings, |store| {
                 store.create_answer(&rt, &ns, obj, &opts)
             })
         }
@@ -1201,7 +1193,7 @@ async fn serve_resource(
             }
             let opts = write(Some(&obj), "UpdateOptions")?;
             let warnings = duplicates(&rt, &twice, &opts)?;
-            written(shared, &rt, (view, fallback), 200, warnings, |store| {
+            written(shared, &rt, view, 200, warnings, |store| {
                 store.update_answer(&rt, &ns, &name, obj, sub, &opts)
             })
         }
@@ -1217,7 +1209,7 @@ async fn serve_resource(
                 return written(
                     shared,
                     &rt,
-                    (view, fallback),
+                    view,
                     if exists { 200 } else { 201 },
                     Vec::new(),
                     |store| {
@@ -1238,7 +1230,7 @@ async fn serve_resource(
                     )],
                 ));
             }
-            written(shared, &rt, (view, fallback), 200, Vec::new(), |store| {
+            written(shared, &rt, view, 200, Vec::new(), |store| {
                 store.patch_answer(&rt, &ns, &name, kind, body, sub, &opts)
             })
         }
@@ -1247,7 +1239,7 @@ async fn serve_resource(
             // The real server answers 200 even when finalizers keep the object.
             let (crate::store::Deleted::Pending(obj) | crate::store::Deleted::Gone(obj)) =
                 shared.store().delete(&rt, &ns, &name, &opts)?;
-            let answer = view.object_answer(&rt, fallback, obj, shared.clock.now())?;
+            let answer = view.object_answer(&rt, obj, shared.clock.now())?;
             Ok(json_response(200, &answer))
         }
         // Namespaces are deleted one by one: kube-apiserver serves no deletecollection for them.
@@ -1281,7 +1273,7 @@ async fn serve_resource(
                 continue_token: None,
                 remaining: None,
             };
-            let answer = view.list_answer(&rt, fallback, &page, shared.clock.now())?;
+            let answer = view.list_answer(&rt, &page, shared.clock.now())?;
             Ok(json_response(200, &answer))
         }
         (m, _) => Err(ApiError::method_not_allowed(format!(

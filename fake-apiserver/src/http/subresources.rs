@@ -25,7 +25,6 @@ pub(super) struct Call<'a> {
     pub body: &'a [u8],
     pub user_agent: &'a str,
     pub view: View,
-    pub fallback: bool,
 }
 
 type Answer = ApiResult<Response<ResponseBody>>;
@@ -147,7 +146,7 @@ fn component_status(
                 .into_iter()
                 .find(|c| c["metadata"]["name"] == name)
                 .ok_or_else(|| ApiError::not_found("", "componentstatus", name))?;
-            let answer = call.view.object_answer(rt, call.fallback, found, now)?;
+            let answer = call.view.object_answer(rt, found, now)?;
             Ok(json_response(200, &answer))
         }
         None if call.query.flag("watch") => Err(ApiError {
@@ -165,7 +164,7 @@ fn component_status(
                 continue_token: None,
                 remaining: None,
             };
-            let mut list = call.view.list_answer(rt, call.fallback, &page, now)?;
+            let mut list = call.view.list_answer(rt, &page, now)?;
             // A virtual list has no resourceVersion.
             if list["kind"] == "ComponentStatusList" {
                 list["metadata"] = serde_json::json!({});
