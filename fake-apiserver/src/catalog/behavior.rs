@@ -736,30 +736,6 @@ fn admit_job(job: &mut Value, ctx: &AdmitCtx<'_>) -> Result<(), Refused> {
     Ok(())
 }
 
-/// The status a real server gives an accepted CRD: names accepted and established at once (the real
-/// server takes a moment). `since` is the conditions' lastTransitionTime.
-pub fn crd_status_at(crd: &Value, since: &str) -> Value {
-    let names = crd["spec"]["names"].clone();
-    let stored: Vec<Value> = crd["spec"]["versions"]
-        .as_array()
-        .map(|vs| {
-            vs.iter()
-                .filter(|v| v["storage"] == json!(true))
-                .map(|v| v["name"].clone())
-                .collect()
-        })
-        .unwrap_or_default();
-    let condition = |type_: &str, reason: &str, message: &str| json!({"type": type_, "status": "True", "lastTransitionTime": since, "reason": reason, "message": message});
-    json!({
-        "conditions": [
-            condition("NamesAccepted", "NoConflicts", "no conflicts found"),
-            condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-        ],
-        "acceptedNames": names,
-        "storedVersions": stored,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

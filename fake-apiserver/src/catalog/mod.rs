@@ -11,7 +11,7 @@ mod version;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-pub use behavior::{Behavior, DefaultCtx, Lifecycle, NameRule, crd_status_at, has_generation};
+pub use behavior::{Behavior, DefaultCtx, Lifecycle, NameRule, has_generation};
 pub(crate) use builtin::builtin_types;
 pub use crd::{
     crd_condition_true, crd_created_status, crd_types, crd_updated_status, default_crd,

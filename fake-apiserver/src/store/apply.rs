@@ -67,6 +67,7 @@ fn subresource_name(sub: Subresource) -> &'static str {
         Subresource::Status => "status",
         // A namespace's /finalize writes get an entry of their own, as on kube-apiserver.
         Subresource::Finalize => "finalize",
+        Subresource::Scale => "scale",
         _ => "",
     }
 }

@@ -179,6 +179,7 @@ impl Store {
         {
             obj["metadata"]["resourceVersion"] = json!(rv);
         }
+        let before = obj.clone();
         let ks = keys(&p.spec_replicas);
         let Some((last, parents)) = ks.split_last() else {
             return Err(ApiError::internal(
@@ -192,7 +193,34 @@ impl Store {
             &mut v[*k]
         });
         target[*last] = json!(replicas);
-        let updated = self.update(rt, ns, name, obj, Subresource::Main, opts)?;
+        // The write is the writer's through /scale: an entry of its own (subresource scale), which
+        // kube-apiserver's scale handler leaves without a time. The update then keeps it as sent.
+        self.record_manager(
+            rt,
+            Some(&before),
+            &mut obj,
+            &opts.field_manager,
+            Subresource::Scale,
+        );
+        if let Some(entries) = obj["metadata"]["managedFields"].as_array_mut() {
+            for e in entries.iter_mut().filter(|e| e["subresource"] == "scale") {
+                if let Some(e) = e.as_object_mut() {
+                    e.remove("time");
+                }
+            }
+            // No time sorts as the earliest among entries of its operation.
+            entries.sort_by_key(|e| {
+                (
+                    e["operation"].as_str().map(str::to_string),
+                    e.get("time").is_some(),
+                )
+            });
+        }
+        let unrecorded = WriteOptions {
+            field_manager: String::new(),
+            ..opts.clone()
+        };
+        let updated = self.update(rt, ns, name, obj, Subresource::Main, &unrecorded)?;
         Ok(scale_of(rt, p, &updated))
     }
 

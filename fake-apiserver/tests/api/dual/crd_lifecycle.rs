@@ -18,6 +18,7 @@ dual!(
     deprecated_versions_warn_on_every_request,
     paths_the_apiextensions_server_does_not_serve_are_plain_404s,
     negative_replicas_behind_a_scale_subresource_are_refused_as_the_custom_resource,
+    writes_through_scale_get_a_managed_fields_entry_of_their_own,
 );
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
@@ -431,5 +432,76 @@ async fn negative_replicas_behind_a_scale_subresource_are_refused_as_the_custom_
     assert_eq!(
         status.body["details"]["causes"][0]["field"],
         ".status.replicas"
+    );
+}
+
+/// Each managedFields entry as `manager/operation/subresource/has-time` with its fields.
+fn entries(obj: &Value) -> Vec<(String, Value)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            (
+                format!(
+                    "{}/{}/{}/{}",
+                    m["manager"].as_str().unwrap_or(""),
+                    m["operation"].as_str().unwrap_or(""),
+                    m["subresource"].as_str().unwrap_or(""),
+                    m.get("time").is_some()
+                ),
+                m["fieldsV1"].clone(),
+            )
+        })
+        .collect()
+}
+
+async fn writes_through_scale_get_a_managed_fields_entry_of_their_own(env: Env) {
+    let crd = definition(
+        &env,
+        "tanks",
+        "Tank",
+        json!([{"name": "v1", "served": true, "storage": true, "schema": open_schema(),
+            "subresources": {"scale": {
+                "specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}}}]),
+    );
+    let typed: CustomResourceDefinition = serde_json::from_value(crd).expect("a CRD");
+    env.create_crd(&typed).await;
+    let group = format!("{}.example.com", env.ns);
+    let tanks = format!("/apis/{group}/v1/namespaces/{}/tanks", env.ns);
+    let created = env
+        .raw(
+            "POST",
+            &format!("{tanks}?fieldManager=kubectl-create"),
+            "application/json",
+            json!({"apiVersion": format!("{group}/v1"), "kind": "Tank", "metadata": {"name": "a"},
+                "spec": {"replicas": 1}})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(created.code, 201, "{}", created.text);
+    let scaled = env
+        .raw(
+            "PATCH",
+            &format!("{tanks}/a/scale?fieldManager=scaler"),
+            "application/merge-patch+json",
+            r#"{"spec":{"replicas":4}}"#,
+        )
+        .await;
+    assert_eq!(scaled.code, 200, "{}", scaled.text);
+    assert_eq!(scaled.body["spec"]["replicas"], 4);
+    let tank = env.raw("GET", &format!("{tanks}/a"), "", "").await;
+    assert_eq!(
+        entries(&tank.body),
+        vec![
+            (
+                "scaler/Update/scale/false".to_string(),
+                json!({"f:spec": {"f:replicas": {}}})
+            ),
+            (
+                "kubectl-create/Update//true".to_string(),
+                json!({"f:spec": {}})
+            ),
+        ]
     );
 }
