@@ -74,6 +74,12 @@ impl Store {
         } else {
             updated["metadata"]["ownerReferences"] = Value::Array(refs);
         }
+        // The collector's patch is recorded like any update: the references it takes out leave
+        // their managers' entries (an entry left empty goes).
+        if let Some(rt) = self.catalog.preferred_for_storage(&key.storage) {
+            let manager = "kube-controller-manager";
+            self.record_manager(&rt, Some(obj), &mut updated, manager, Subresource::Main);
+        }
         self.commit(key, updated, ChangeType::Modified);
     }
 

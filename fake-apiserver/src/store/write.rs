@@ -135,14 +135,25 @@ impl Store {
         let key = Store::key(&ns_type, "", ns);
         match self.objects.get(&key) {
             None => Err(ApiError::not_found("", "namespaces", ns)),
-            Some(n) if n.is_deleting() => Err(ApiError::forbidden(
-                &rt.group,
-                &rt.plural,
-                name,
-                &format!(
-                    "unable to create new content in namespace {ns} because it is being terminated"
-                ),
-            )),
+            Some(n) if n.is_deleting() => {
+                let mut err = ApiError::forbidden(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    &format!(
+                        "unable to create new content in namespace {ns} because it is being terminated"
+                    ),
+                );
+                // kube-apiserver's NamespaceLifecycle admission names the cause for clients.
+                if let Some(details) = err.details.as_mut() {
+                    details["causes"] = json!([{
+                        "reason": "NamespaceTerminating",
+                        "message": format!("namespace {ns} is being terminated"),
+                        "field": "metadata.namespace",
+                    }]);
+                }
+                Err(err)
+            }
             Some(_) => Ok(()),
         }
     }
@@ -760,13 +771,16 @@ impl Store {
         if opts.dry_run {
             return Ok(Answer::Uncommitted(render(rt, &new)));
         }
-        let change = if is_deleting(&new) && removable(&new) {
-            self.commit_change(key.clone(), new, ChangeType::Deleted)
-        } else {
-            let change = self.commit_change(key.clone(), new, ChangeType::Modified);
-            self.after_write(&key, &change.object);
-            change
-        };
+        if is_deleting(&new) && removable(&new) {
+            // As kube-apiserver: the update is never stored; the object is deleted as it was last
+            // stored (watchers see that state) and the answer is the update at the previous
+            // resourceVersion.
+            self.commit_change(key.clone(), old.clone(), ChangeType::Deleted);
+            self.settle();
+            return Ok(Answer::Uncommitted(render(rt, &new)));
+        }
+        let change = self.commit_change(key.clone(), new, ChangeType::Modified);
+        self.after_write(&key, &change.object);
         self.settle();
         Ok(Answer::Committed(change))
     }
@@ -858,25 +872,24 @@ impl Store {
             }
         }
         if opts.dry_run {
-            let held = !finalizers(&old).is_empty()
-                || opts
-                    .propagation
-                    .is_some_and(|p| p != Propagation::Background)
-                || rt.behavior.lifecycle != Lifecycle::Plain;
-            return Ok(if held {
-                Deleted::Pending(render(rt, &old))
-            } else if rt.behavior.returns_deleted_object {
-                Deleted::Gone(render(rt, &old))
-            } else {
-                Deleted::Gone(success_status(&rt.group, &rt.plural, name, &uid))
+            let (marked, removed) = self.marked_for_deletion(&key, &old, opts.propagation);
+            return Ok(match marked {
+                // Held: answered as the delete would have marked it.
+                Some(obj) if !removed => Deleted::Pending(render(rt, &obj)),
+                None => Deleted::Pending(render(rt, &old)),
+                _ if rt.behavior.returns_deleted_object => {
+                    Deleted::Gone(render(rt, &graceful_answer(rt, &old, &self.clock)))
+                }
+                _ => Deleted::Gone(success_status(&rt.group, &rt.plural, name, &uid)),
             });
         }
-        let result = self.delete_key(&key, opts.propagation.unwrap_or(Propagation::Background));
+        let result = self.delete_key_with(&key, opts.propagation);
+        let held = self.objects.contains_key(&key);
         self.settle();
         Ok(match result {
             // Held at delete time (finalizers, a namespace): answered with the marked object, even if
             // the cleanup that followed already removed it.
-            Some(obj) if is_deleting(&obj) => Deleted::Pending(render(rt, &obj)),
+            Some(obj) if held => Deleted::Pending(render(rt, &obj)),
             Some(obj) if rt.behavior.returns_deleted_object => Deleted::Gone(render(rt, &obj)),
             _ => Deleted::Gone(success_status(&rt.group, &rt.plural, name, &uid)),
         })
@@ -889,20 +902,70 @@ impl Store {
         key: &ObjKey,
         propagation: Propagation,
     ) -> Option<Arc<Value>> {
+        self.delete_key_with(key, Some(propagation))
+    }
+
+    /// [`Store::delete_key`] with the policy a client may leave out (finalizers then stay as they
+    /// are).
+    fn delete_key_with(
+        &mut self,
+        key: &ObjKey,
+        propagation: Option<Propagation>,
+    ) -> Option<Arc<Value>> {
         let old = self.objects.get(key).map(Stored::object)?;
-        let mut list = finalizers(&old);
-        let policy_finalizer = match propagation {
-            Propagation::Orphan => Some("orphan"),
-            Propagation::Foreground => Some("foregroundDeletion"),
-            Propagation::Background => None,
+        let (marked, removed) = self.marked_for_deletion(key, &old, propagation);
+        let Some(new) = marked else {
+            return Some(old);
         };
-        let mut new = (*old).clone();
-        if let Some(f) = policy_finalizer
+        if removed {
+            let pod = self
+                .catalog
+                .preferred_for_storage(&key.storage)
+                .filter(|rt| is_pod(rt) && !is_deleting(&old));
+            if pod.is_some() {
+                // A Pod's graceful delete stores it marked first, then removes it.
+                let marked = self.commit(
+                    key.clone(),
+                    graceful_mark(&new, &self.clock),
+                    ChangeType::Modified,
+                );
+                self.commit(key.clone(), (*marked).clone(), ChangeType::Deleted);
+                return Some(marked);
+            }
+            // Removed at once: watchers see the object as it was last stored.
+            self.commit(key.clone(), (*old).clone(), ChangeType::Deleted);
+            let mut gone = new;
+            gone["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
+            return Some(Arc::new(gone));
+        }
+        let stored = self.commit(key.clone(), new, ChangeType::Modified);
+        self.pending.insert(key.clone());
+        Some(stored)
+    }
+
+    /// What a delete makes of `old`: the object it would store (None: nothing changes) and
+    /// whether it is removed at once (no finalizers left) rather than marked.
+    fn marked_for_deletion(
+        &self,
+        key: &ObjKey,
+        old: &Value,
+        propagation: Option<Propagation>,
+    ) -> (Option<Value>, bool) {
+        let mut list = finalizers(old);
+        // As kube-apiserver's garbage collection finalizers: the policy asked for replaces the
+        // other one; Background takes both out (an object held only by one of them then goes).
+        let (add, drop): (Option<&str>, &[&str]) = match propagation {
+            Some(Propagation::Orphan) => (Some("orphan"), &["foregroundDeletion"]),
+            Some(Propagation::Foreground) => (Some("foregroundDeletion"), &["orphan"]),
+            Some(Propagation::Background) => (None, &["orphan", "foregroundDeletion"]),
+            None => (None, &[]),
+        };
+        list.retain(|f| !drop.contains(&f.as_str()));
+        if let Some(f) = add
             && !list.iter().any(|x| x == f)
         {
             list.push(f.to_string());
         }
-        set_finalizers(&mut new, &list);
         let lifecycle = self
             .catalog
             .preferred_for_storage(&key.storage)
@@ -912,32 +975,32 @@ impl Store {
             && !list.iter().any(|f| f == CRD_CLEANUP)
         {
             list.push(CRD_CLEANUP.to_string());
-            set_finalizers(&mut new, &list);
         }
+        let mut new = old.clone();
+        set_finalizers(&mut new, &list);
         if list.is_empty() && !namespace_held {
-            return Some(self.commit(key.clone(), new, ChangeType::Deleted));
+            return (Some(new), true);
         }
-        if is_deleting(&old) {
-            if new == *old {
-                return Some(old);
-            }
-        } else if lifecycle == Some(Lifecycle::CustomResourceDefinition) {
+        if is_deleting(old) {
+            return ((new != *old).then_some(new), false);
+        }
+        if lifecycle == Some(Lifecycle::CustomResourceDefinition) {
             self.mark_crd_deleting(&mut new);
-        } else {
-            new["metadata"]["deletionTimestamp"] = json!(self.clock.now_rfc3339());
-            new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
-            // The real server bumps generation when it marks an object, so controllers that filter
-            // on generation changes see the deletion.
-            if let Some(g) = new["metadata"]["generation"].as_i64().filter(|g| *g > 0) {
-                new["metadata"]["generation"] = json!(g + 1);
-            }
-            if namespace_held {
-                new["status"]["phase"] = json!("Terminating");
-            }
+            return (Some(new), false);
         }
-        let stored = self.commit(key.clone(), new, ChangeType::Modified);
-        self.pending.insert(key.clone());
-        Some(stored)
+        new["metadata"]["deletionTimestamp"] = json!(self.clock.now_rfc3339());
+        if namespace_held {
+            // A Namespace is not deleted gracefully: it gets no grace period, nor a new generation.
+            new["status"]["phase"] = json!("Terminating");
+            return (Some(new), false);
+        }
+        new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        // The real server bumps generation when it marks an object, so controllers that filter
+        // on generation changes see the deletion.
+        if let Some(g) = new["metadata"]["generation"].as_i64().filter(|g| *g > 0) {
+            new["metadata"]["generation"] = json!(g + 1);
+        }
+        (Some(new), false)
     }
 
     pub fn delete_collection(
@@ -981,3 +1044,29 @@ impl Store {
 const PROTECTED_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
 pub(super) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+fn is_pod(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.plural == "pods"
+}
+
+/// A Pod as its graceful delete marks it when no grace is left (the fake has no kubelet to wait
+/// for): deletionTimestamp, deletionGracePeriodSeconds 0 and a new generation.
+fn graceful_mark(obj: &Value, clock: &crate::clock::Clock) -> Value {
+    let mut marked = obj.clone();
+    marked["metadata"]["deletionTimestamp"] = json!(clock.now_rfc3339());
+    marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+    if let Some(g) = marked["metadata"]["generation"].as_i64().filter(|g| *g > 0) {
+        marked["metadata"]["generation"] = json!(g + 1);
+    }
+    marked
+}
+
+/// The answer to a dry-run delete that would remove the object at once: a Pod as its graceful
+/// delete would mark it.
+fn graceful_answer(rt: &ResourceType, obj: &Value, clock: &crate::clock::Clock) -> Value {
+    if is_pod(rt) && !is_deleting(obj) {
+        graceful_mark(obj, clock)
+    } else {
+        obj.clone()
+    }
+}

@@ -51,6 +51,7 @@ mod crd_openapi;
 pub(crate) mod crud;
 mod defaults;
 mod deletion;
+mod deletion_answers;
 mod lists_accept;
 mod managed_fields;
 mod meta_validation;
