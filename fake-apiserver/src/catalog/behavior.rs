@@ -437,6 +437,13 @@ fn default_priority_class(pc: &mut Value) {
 /// `serviceAccount` mirroring `serviceAccountName` (the v1 conversion keeps them equal).
 fn default_pod(pod: &mut Value) {
     default_template(pod);
+    // PodCondition's times are Go structs: encoded as null when unset, never left out.
+    if let Some(conditions) = pod["status"]["conditions"].as_array_mut() {
+        for c in conditions.iter_mut().filter_map(Value::as_object_mut) {
+            set_default(c, "lastProbeTime", Value::Null);
+            set_default(c, "lastTransitionTime", Value::Null);
+        }
+    }
     let spec = obj_mut(pod, "spec");
     set_default(spec, "enableServiceLinks", json!(true));
     let name = spec

@@ -49,7 +49,12 @@ impl Store {
         let key = Store::key(&cm, ns, ROOT_CA_CONFIGMAP);
         if !self.objects.contains_key(&key) {
             self.with_own_uids(|s| {
-                let _ = s.create(&cm, ns, root_ca_configmap(), &WriteOptions::default());
+                // kube-controller-manager's root-CA publisher writes it, and owns its fields.
+                let opts = WriteOptions {
+                    field_manager: "kube-controller-manager".into(),
+                    ..WriteOptions::default()
+                };
+                let _ = s.create(&cm, ns, root_ca_configmap(), &opts);
             });
         }
     }
