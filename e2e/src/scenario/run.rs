@@ -769,7 +769,7 @@ impl Runner<'_> {
             _ => Api::all_with(client, &ar),
         };
         self.watches
-            .push(ScenarioWatch::start(w.name.clone(), api).await?);
+            .push(ScenarioWatch::start(w.name.clone(), ar.kind.clone(), api).await?);
         Ok(())
     }
 

@@ -38,9 +38,13 @@ pub struct ScenarioWatch {
 }
 
 impl ScenarioWatch {
-    /// Start watching; returns once the initial list has arrived, so later steps' changes reach
-    /// the watch as events.
-    pub async fn start(name: String, api: Api<DynamicObject>) -> Result<Self, String> {
+    /// Start watching objects of `kind`; returns once the initial list has arrived, so later
+    /// steps' changes reach the watch as events.
+    pub async fn start(
+        name: String,
+        kind: String,
+        api: Api<DynamicObject>,
+    ) -> Result<Self, String> {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (listed_tx, listed_rx) = tokio::sync::oneshot::channel();
         let log = seen.clone();
@@ -51,7 +55,7 @@ impl ScenarioWatch {
             while let Some(event) = stream.next().await {
                 let line = match event {
                     Ok(watcher::Event::Init) => continue,
-                    Ok(watcher::Event::InitApply(obj)) => format!("listed {}", label(&obj)),
+                    Ok(watcher::Event::InitApply(obj)) => format!("listed {}", label(&kind, &obj)),
                     Ok(watcher::Event::InitDone) => {
                         if let Some(tx) = listed.take() {
                             let _ = tx.send(());
@@ -59,8 +63,8 @@ impl ScenarioWatch {
                         }
                         "relisted".to_string()
                     }
-                    Ok(watcher::Event::Apply(obj)) => format!("applied {}", label(&obj)),
-                    Ok(watcher::Event::Delete(obj)) => format!("deleted {}", label(&obj)),
+                    Ok(watcher::Event::Apply(obj)) => format!("applied {}", label(&kind, &obj)),
+                    Ok(watcher::Event::Delete(obj)) => format!("deleted {}", label(&kind, &obj)),
                     Err(e) => format!("error: {e}"),
                 };
                 lock(&log).push(line);
@@ -83,9 +87,9 @@ impl Drop for ScenarioWatch {
     }
 }
 
-/// `Kind namespace/name at resourceVersion N`: the resourceVersion shows gaps and repeats.
-fn label(obj: &DynamicObject) -> String {
-    let kind = obj.types.as_ref().map_or("?", |t| t.kind.as_str());
+/// `Kind namespace/name at resourceVersion N`: the resourceVersion shows gaps and repeats. The
+/// kind is the watched one: kube-apiserver writes list items without `kind`.
+fn label(kind: &str, obj: &DynamicObject) -> String {
     let name = obj.metadata.name.as_deref().unwrap_or("?");
     let rv = obj.metadata.resource_version.as_deref().unwrap_or("?");
     match obj.metadata.namespace.as_deref() {
