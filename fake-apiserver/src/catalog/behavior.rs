@@ -438,7 +438,11 @@ fn default_priority_class(pc: &mut Value) {
 fn default_pod(pod: &mut Value) {
     default_template(pod);
     // PodCondition's times are Go structs: encoded as null when unset, never left out.
-    if let Some(conditions) = pod["status"]["conditions"].as_array_mut() {
+    if let Some(conditions) = pod
+        .get_mut("status")
+        .and_then(|s| s.get_mut("conditions"))
+        .and_then(Value::as_array_mut)
+    {
         for c in conditions.iter_mut().filter_map(Value::as_object_mut) {
             set_default(c, "lastProbeTime", Value::Null);
             set_default(c, "lastTransitionTime", Value::Null);
