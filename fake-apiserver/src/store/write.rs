@@ -509,13 +509,13 @@ impl Store {
         }
         self.place(rt, ns, &mut obj, opts.field_validation)?;
         let body_name = obj["metadata"]["name"].as_str().unwrap_or("");
-        if body_name != name {
-            return Err(ApiError::bad_request(format!(
         if body_name.is_empty() {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({name} based on URL) was undeterminable: name must be provided"
             )));
         }
+        if body_name != name {
+            return Err(ApiError::bad_request(format!(
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
         }
@@ -527,14 +527,14 @@ impl Store {
             .as_str()
             .unwrap_or("")
             .to_string();
-        if !requested_rv.is_empty()
-            && requested_rv != old["metadata"]["resourceVersion"].as_str().unwrap_or("")
         // The storage layer parses it first, and answers a malformed one as an unclassified 500.
         if !requested_rv.is_empty()
             && let Err(e) = crate::semantics::go_decode::parse_uint(&requested_rv)
         {
             return Err(ApiError::new(500, "", e));
         }
+        if !requested_rv.is_empty()
+            && requested_rv != old["metadata"]["resourceVersion"].as_str().unwrap_or("")
         {
             return Err(ApiError::stale(&rt.group, &rt.plural, name));
         }
@@ -883,14 +883,24 @@ impl Store {
                 _ => Deleted::Gone(success_status(&rt.group, &rt.plural, name, &uid)),
             });
         }
+        let had_finalizers = !finalizers(&old).is_empty();
         let result = self.delete_key_with(&key, opts.propagation);
+        let deleted_at = self.rv;
         let held = self.objects.contains_key(&key);
         self.settle();
         Ok(match result {
             // Held at delete time (finalizers, a namespace): answered with the marked object, even if
             // the cleanup that followed already removed it.
             Some(obj) if held => Deleted::Pending(render(rt, &obj)),
-            Some(obj) if rt.behavior.returns_deleted_object => Deleted::Gone(render(rt, &obj)),
+            // Deleted outright, the object comes back at the deletion's resourceVersion, as etcd
+            // returns it.
+            Some(obj) if rt.behavior.returns_deleted_object => {
+                let mut obj = (*obj).clone();
+                if !had_finalizers && !is_pod(rt) {
+                    obj["metadata"]["resourceVersion"] = json!(deleted_at.to_string());
+                }
+                Deleted::Gone(render(rt, &obj))
+            }
             _ => Deleted::Gone(success_status(&rt.group, &rt.plural, name, &uid)),
         })
     }
