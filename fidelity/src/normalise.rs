@@ -30,7 +30,7 @@ static TIME_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
 /// `\"resourceVersion\":\"12\"`, `resourceVersion: "12"`.
 static RV_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?i)(resourceVersion(?: in [a-z ]+)?[\\": ]{1,8}|resource version[: ]{1,2})(\d+)"#,
+        r#"(?i)(resourceVersion(?: in [a-z ]+)?[\\": (]{1,8}|resource version[: ]{1,2})(\d+)"#,
     )
     .expect("regex")
 });
@@ -384,7 +384,7 @@ mod tests {
         let mut a = vec![
             answer(r#"{"metadata":{"name":"a","resourceVersion":"41"}}"#),
             answer(
-                r#"{"kind":"Status","message":"Precondition failed: ResourceVersion in precondition: 41, ResourceVersion in object meta: 42 at 2026-11-24T13:09:08Z"}"#,
+                r#"{"kind":"Status","message":"Precondition failed: ResourceVersion in precondition: 41, ResourceVersion in object meta: 42 at 2026-11-24T13:09:08Z; the ResourceVersion in the precondition (41) does not match"}"#,
             ),
             Answer {
                 status: 200,

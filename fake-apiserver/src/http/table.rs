@@ -1126,11 +1126,8 @@ fn custom_table(
 ) -> (Vec<Value>, Vec<Vec<Value>>) {
     let default_age =
         [json!({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"})];
-    let columns = if columns.is_empty() {
-        &default_age[..]
-    } else {
-        columns
-    };
+    let defaulted = columns.is_empty();
+    let columns = if defaulted { &default_age[..] } else { columns };
     let mut defs = vec![definition(
         &json!("Name"),
         &json!("string"),
@@ -1142,7 +1139,9 @@ fn custom_table(
         let path = c["jsonPath"].as_str().unwrap_or("");
         let description = match c["description"].as_str() {
             Some(d) if !d.is_empty() => json!(d),
-            _ if path == ".metadata.creationTimestamp" && c["name"] == "Age" => age_description(),
+            // Only the Age the server adds itself has ObjectMeta's description; a CRD's own
+            // column without one is described by its JSONPath.
+            _ if defaulted => age_description(),
             _ => json!(format!(
                 "Custom resource definition column (in JSONPath format): {path}"
             )),
