@@ -1,6 +1,6 @@
 //! `fidelity`: replay the differential corpus against the fake API server and kube-apiserver.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -143,6 +143,8 @@ async fn run(args: Args) -> anyhow::Result<bool> {
 
     let total = sequences.len();
     let mut n = 0;
+    // One line rewritten in place on a terminal; a line per sequence in a log.
+    let terminal = std::io::stderr().is_terminal();
     let results = fidelity::run(
         &sequences,
         &known,
@@ -151,12 +153,18 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         args.ignore_key_order,
         |s| {
             n += 1;
-            eprint!("\rfidelity: [{n}/{total}] {:<60}", s.name);
-            let _ = std::io::stderr().flush();
+            if terminal {
+                eprint!("\rfidelity: [{n}/{total}] {:<60}", s.name);
+                let _ = std::io::stderr().flush();
+            } else {
+                eprintln!("fidelity: [{n}/{total}] {}", s.name);
+            }
         },
     )
     .await?;
-    eprintln!();
+    if terminal {
+        eprintln!();
+    }
 
     let stale = if args.filter.is_none() {
         compare::stale(&known, &results)
