@@ -538,21 +538,36 @@ fn default_podtemplate(pt: &mut Value) {
     default_template(obj_mut_value(pt, "template"));
 }
 
-fn default_deployment(d: &mut Value) {
-    default_template(spec_template(d));
-    let spec = obj_mut(d, "spec");
-    set_default(spec, "replicas", json!(1));
+/// A workload's update strategy: RollingUpdate unless the client chose another type, and then
+/// the rolling update's own defaults.
+fn default_rolling_update<const N: usize>(
+    spec: &mut Map<String, Value>,
+    key: &str,
+    rolling: [(&str, Value); N],
+) {
     let strategy = spec
-        .entry("strategy")
+        .entry(key)
         .or_insert_with(|| json!({"type": "RollingUpdate"}));
     if let Some(st) = strategy.as_object_mut() {
         set_default(st, "type", json!("RollingUpdate"));
         if st.get("type") == Some(&json!("RollingUpdate")) {
             let ru = obj_mut_value_map(st, "rollingUpdate");
-            set_default(ru, "maxUnavailable", json!("25%"));
-            set_default(ru, "maxSurge", json!("25%"));
+            for (field, value) in rolling {
+                set_default(ru, field, value);
+            }
         }
     }
+}
+
+fn default_deployment(d: &mut Value) {
+    default_template(spec_template(d));
+    let spec = obj_mut(d, "spec");
+    set_default(spec, "replicas", json!(1));
+    default_rolling_update(
+        spec,
+        "strategy",
+        [("maxUnavailable", json!("25%")), ("maxSurge", json!("25%"))],
+    );
     set_default(spec, "revisionHistoryLimit", json!(10));
     set_default(spec, "progressDeadlineSeconds", json!(600));
 }
@@ -568,17 +583,11 @@ fn default_statefulset(ss: &mut Value) {
     set_default(spec, "replicas", json!(1));
     set_default(spec, "serviceName", json!(""));
     set_default(spec, "podManagementPolicy", json!("OrderedReady"));
-    let strategy = spec
-        .entry("updateStrategy")
-        .or_insert_with(|| json!({"type": "RollingUpdate"}));
-    if let Some(st) = strategy.as_object_mut() {
-        set_default(st, "type", json!("RollingUpdate"));
-        if st.get("type") == Some(&json!("RollingUpdate")) {
-            let ru = obj_mut_value_map(st, "rollingUpdate");
-            set_default(ru, "partition", json!(0));
-            set_default(ru, "maxUnavailable", json!(1));
-        }
-    }
+    default_rolling_update(
+        spec,
+        "updateStrategy",
+        [("partition", json!(0)), ("maxUnavailable", json!(1))],
+    );
     set_default(spec, "revisionHistoryLimit", json!(10));
     let retention = obj_mut_value_map(spec, "persistentVolumeClaimRetentionPolicy");
     set_default(retention, "whenDeleted", json!("Retain"));
@@ -588,17 +597,11 @@ fn default_statefulset(ss: &mut Value) {
 fn default_daemonset(ds: &mut Value) {
     default_template(spec_template(ds));
     let spec = obj_mut(ds, "spec");
-    let strategy = spec
-        .entry("updateStrategy")
-        .or_insert_with(|| json!({"type": "RollingUpdate"}));
-    if let Some(st) = strategy.as_object_mut() {
-        set_default(st, "type", json!("RollingUpdate"));
-        if st.get("type") == Some(&json!("RollingUpdate")) {
-            let ru = obj_mut_value_map(st, "rollingUpdate");
-            set_default(ru, "maxUnavailable", json!(1));
-            set_default(ru, "maxSurge", json!(0));
-        }
-    }
+    default_rolling_update(
+        spec,
+        "updateStrategy",
+        [("maxUnavailable", json!(1)), ("maxSurge", json!(0))],
+    );
     set_default(spec, "revisionHistoryLimit", json!(10));
 }
 
