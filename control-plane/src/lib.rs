@@ -87,7 +87,15 @@ impl Error {
     pub(crate) fn cert(e: rcgen::Error) -> Self {
         Error::Cert(e.to_string())
     }
+
+    /// A component lost the race for the port it was given (see [`process::free_port`]).
+    fn port_taken(&self) -> bool {
+        matches!(self, Error::Exited { tail, .. } if tail.contains("address already in use"))
+    }
 }
+
+/// Start-up attempts when a component finds its port taken by someone else.
+const START_ATTEMPTS: u32 = 3;
 
 /// The ServiceCIDR of the control plane; the `kubernetes` Service takes its first address.
 pub const SERVICE_CIDR: &str = "10.0.0.0/24";
@@ -176,7 +184,27 @@ pub struct ControlPlane {
 impl ControlPlane {
     /// Start etcd and kube-apiserver (and the controllers, if asked), and wait until the API
     /// server is ready and, with the controllers, the `default` ServiceAccount exists.
+    ///
+    /// Ports are picked free but handed over later, so another process can take one first; the
+    /// whole start is then tried again on fresh ports, from an empty etcd.
     pub async fn start(binaries: &Binaries, options: Options) -> Result<Self, Error> {
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(binaries, options.clone()).await {
+                Err(e) if e.port_taken() && attempt < START_ATTEMPTS => {
+                    tracing::warn!(attempt, "{e}; starting again on other ports");
+                    let etcd = options.dir.join("etcd");
+                    if etcd.exists() {
+                        std::fs::remove_dir_all(&etcd).map_err(|e| Error::io(&etcd, e))?;
+                    }
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn start_once(binaries: &Binaries, options: Options) -> Result<Self, Error> {
         let started = Instant::now();
         let needed: &[Component] = if options.controllers {
             &Component::ALL
@@ -507,4 +535,30 @@ fn http_get(path: &str) -> http::Request<Vec<u8>> {
     http::Request::get(path)
         .body(Vec::new())
         .expect("a GET with a static path builds")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    fn exited(tail: &str) -> Error {
+        Error::Exited {
+            name: "kube-controller-manager",
+            status: "exit status: 1".into(),
+            log: "kube-controller-manager.log".into(),
+            tail: tail.into(),
+        }
+    }
+
+    #[test]
+    fn only_a_lost_port_race_starts_the_control_plane_again() {
+        let lost = "E1124 failed to create listener: failed to listen on 127.0.0.1:41093: \
+                    listen tcp 127.0.0.1:41093: bind: address already in use";
+        assert!(exited(lost).port_taken());
+        assert!(!exited("error: unknown flag: --bogus").port_taken());
+        assert!(
+            !Error::NotReady(std::time::Duration::ZERO, "address already in use".into())
+                .port_taken()
+        );
+    }
 }

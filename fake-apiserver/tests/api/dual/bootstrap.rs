@@ -129,7 +129,17 @@ async fn bootstrap_rbac_and_priority_classes_are_kube_apiserver_s(env: Env) {
 async fn aggregated_cluster_roles_carry_their_aggregated_rules(env: Env) {
     let roles = env.all::<ClusterRole>();
     for name in ["admin", "edit", "view"] {
-        let role = roles.get(name).await.expect("an aggregated role");
+        // kube-controller-manager's aggregation controller fills the rules some time after
+        // start-up; the fake has them from the first request.
+        let aggregated = |r: Option<&ClusterRole>| {
+            r.and_then(|r| r.rules.as_ref())
+                .is_some_and(|rules| !rules.is_empty())
+        };
+        let what = format!("{name} has its aggregated rules");
+        let role = env
+            .wait_for(&roles, name, aggregated, &what)
+            .await
+            .expect("an aggregated role");
         let selectors = role
             .aggregation_rule
             .and_then(|a| a.cluster_role_selectors)
