@@ -3,6 +3,7 @@
 
 mod core;
 mod extended;
+mod fit;
 mod kueue;
 
 use std::fmt;
@@ -286,18 +287,18 @@ impl Ctx {
     }
 
     /// The cluster's Nodes that could run one of `which`'s pods (by selector, affinity, taints and
-    /// allocatable resources), by name: the only Nodes a request for those pods can have added.
+    /// allocatable resources, as [`fit`] judges), by name: the only Nodes a request for those
+    /// pods can have added.
     pub async fn nodes_for(&self, which: Which) -> Result<Vec<String>, Failure> {
         let spec = self.pods(which).template.spec.clone().unwrap_or_default();
-        let pod = fake_autoscaler::capacity::PodShape::from_spec(&spec)
+        let pod = fit::PodNeeds::of(&spec)
             .map_err(|e| Failure::other(format!("the options' pod template: {e}")))?;
         Ok(self
             .node_objects()
             .await?
             .iter()
-            .map(fake_autoscaler::capacity::SimNode::from_node)
-            .filter(|n| n.admits(&pod) && n.has_room(&pod))
-            .map(|n| n.name)
+            .filter(|n| pod.could_run_on(n))
+            .map(|n| n.name_any())
             .collect())
     }
 
