@@ -8,7 +8,10 @@
 //! - [`runner`]: selection, namespaces and cleanup, diagnostic bundles;
 //! - [`report`]: the `ConformanceReport` YAML, JUnit XML and the terminal summary;
 //! - [`options`]: the vendor's options file;
-//! - [`embedded`]: the suite against the fake autoscaler's reference classes on virtual time.
+//! - [`reference`]: the options of the fake autoscaler's reference classes;
+//! - [`cli`]: the command line of the `conformance` binary. The suite against the reference
+//!   classes on virtual time is another package, `conformance-embedded`, so that this one links
+//!   no test machinery (tokio's test-util, the scenario engine).
 //!
 //! As a library, a vendor's own test can run it:
 //!
@@ -27,9 +30,10 @@
 //! # }
 //! ```
 
-pub mod embedded;
+pub mod cli;
 pub mod monitor;
 pub mod options;
+pub mod reference;
 pub mod report;
 pub mod runner;
 pub mod suite;

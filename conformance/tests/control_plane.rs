@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use conformance::embedded::ReferenceClass;
 use conformance::options::Timeouts;
+use conformance::reference::ReferenceClass;
 use k8s_openapi::api::core::v1::Node;
 
 mod common;

@@ -1,0 +1,150 @@
+//! The suite against Tollgate's own world: a fake API server on virtual time with the fake
+//! autoscaler serving its reference classes (or a broken variant of them). This is how the suite
+//! checks itself: the reference classes must pass, and every broken variant must be caught.
+//!
+//! It is a package of its own, apart from `conformance`: virtual time is a paused tokio runtime,
+//! which needs tokio's `test-util`, and the world is the scenario engine's `TestEnv`; the
+//! `conformance` binary vendors run links neither. Its binary, `conformance-embedded`, is the
+//! same command line with this world built in (`cargo xtask conformance` runs it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use conformance::cli::EmbeddedWorld;
+use conformance::options::Options;
+use conformance::reference::ReferenceClass;
+use conformance::runner::{self, Outcome, Selection, TestResult};
+use e2e::env::TestEnv;
+use e2e::harness::{AutoscalerComponent, JobRunner};
+use fake_autoscaler::Broken;
+
+/// The fake autoscaler's world: one 4-CPU node (always there), and a tainted GPU group of at most
+/// two 4-GPU nodes that only a scaling class uses, and only for pods that tolerate the taint.
+pub const AUTOSCALER_CONFIG: &str = r#"
+nodeGroups:
+  - {name: cpu, machine: {cpu: "4", memory: 16Gi}, minSize: 1, maxSize: 1}
+  - name: gpu
+    machine: {cpu: "16", nvidia.com/gpu: "4"}
+    taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]
+    maxSize: 2
+    scaleUpDelay: 1m
+classes:
+  - {name: check-capacity.autoscaling.x-k8s.io, behaviour: check-capacity}
+  - {name: best-effort-atomic-scale-up.autoscaling.x-k8s.io, behaviour: atomic-scale-up}
+  - name: queued-provisioning.tollgate.dev
+    behaviour: vendor
+    queueDelay: 30s
+    provisioningClassDetails: {NodePoolName: "{nodeGroup}", ResizeRequestName: "{request}-resize"}
+# Upstream collects old requests after 7 days. Seven virtual days cost seconds of watch restarts,
+# so the embedded world collects after one hour (the options' timeout says so too).
+timing: {garbageCollection: 1h}
+"#;
+
+/// Runs the suite on a fresh embedded world. Call it inside a paused runtime: every wait is on
+/// virtual time.
+pub async fn run(
+    options: &Options,
+    broken: Option<Broken>,
+    selection: &Selection,
+    progress: impl FnMut(&TestResult),
+) -> Result<Vec<TestResult>, String> {
+    let mut config =
+        fake_autoscaler::Config::parse(AUTOSCALER_CONFIG).map_err(|e| e.to_string())?;
+    config.broken = broken;
+    // The job runner plays the Job controller, scheduler and kubelet for the kueue profile.
+    let env = TestEnv::builder()
+        .component(Arc::new(AutoscalerComponent::new(config)))
+        .component(Arc::new(
+            JobRunner::new(Duration::from_secs(600)).with_pods(),
+        ))
+        .build()
+        .map_err(|e| e.to_string())?;
+    // The autoscaler makes its node before the first test.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let clock = controller::Clock::anchored(
+        env.start_time(),
+        tokio::time::Instant::now() - env.elapsed(),
+    );
+    Ok(runner::run(&env.client(), options, selection, clock, progress).await)
+}
+
+/// A paused current-thread runtime, as scenarios use, for [`run`].
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+}
+
+/// Which test caught a broken variant: the first core test whose failure names the rule the
+/// variant breaks, else the first extended one, trying each reference class in turn.
+pub async fn catch(variant: Broken) -> Result<Option<(ReferenceClass, TestResult)>, String> {
+    for class in ReferenceClass::ALL {
+        let results = run(
+            &class.options(),
+            Some(variant),
+            &Selection::default(),
+            |_| {},
+        )
+        .await?;
+        let mut catching: Vec<TestResult> = results
+            .into_iter()
+            .filter(|r| matches!(&r.outcome, Outcome::Failed(f) if f.rule == Some(variant.rule())))
+            .collect();
+        catching.sort_by_key(|r| r.profile);
+        if let Some(first) = catching.into_iter().next() {
+            return Ok(Some((class, first)));
+        }
+    }
+    Ok(None)
+}
+
+/// The embedded world for the command line.
+pub struct Reference;
+
+impl EmbeddedWorld for Reference {
+    fn run(
+        &self,
+        options: &Options,
+        broken: Option<&str>,
+        selection: &Selection,
+        progress: &mut dyn FnMut(&TestResult),
+    ) -> anyhow::Result<Vec<TestResult>> {
+        let broken = broken
+            .map(Broken::from_name)
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
+        runtime()?
+            .block_on(run(options, broken, selection, progress))
+            .map_err(anyhow::Error::msg)
+    }
+
+    /// Every broken variant must fail at least one test whose message names the rule it breaks.
+    fn mutants(&self) -> anyhow::Result<bool> {
+        let mut all_caught = true;
+        for variant in Broken::ALL {
+            let caught = runtime()?
+                .block_on(catch(variant))
+                .map_err(anyhow::Error::msg)?;
+            match caught {
+                Some((class, test)) => println!(
+                    "caught  {:<36} by {} on {} ({}): {}",
+                    variant.name(),
+                    test.name,
+                    class.class_name(),
+                    test.profile.name(),
+                    variant.rule()
+                ),
+                None => {
+                    all_caught = false;
+                    println!(
+                        "MISSED  {:<36} no test named: {}",
+                        variant.name(),
+                        variant.rule()
+                    );
+                }
+            }
+        }
+        Ok(all_caught)
+    }
+}
