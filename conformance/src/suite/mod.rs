@@ -287,7 +287,7 @@ impl Ctx {
     }
 
     /// The cluster's Nodes that could run one of `which`'s pods (by selector, affinity, taints and
-    /// allocatable resources, as [`fit`] judges), by name: the only Nodes a request for those
+    /// allocatable resources, as `fit.rs` judges), by name: the only Nodes a request for those
     /// pods can have added.
     pub async fn nodes_for(&self, which: Which) -> Result<Vec<String>, Failure> {
         let spec = self.pods(which).template.spec.clone().unwrap_or_default();
