@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 use api::autoscaling::{PodSet, ProvisioningRequest, ProvisioningRequestSpec, Reference};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus, PodTemplate, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use rstest::rstest;
 
 use super::*;
+use crate::broken::Broken;
 use crate::config::Config;
+use crate::nodes;
 
 const START: &str = "2026-01-01T00:00:00Z";
 const CHECK: &str = "check-capacity.autoscaling.x-k8s.io";
