@@ -217,6 +217,8 @@ pub mod label {
 
 /// Annotations.
 pub mod annotation {
+    /// Workload annotation raising (or lowering) its priority under the PriorityBoost gate.
+    pub const PRIORITY_BOOST: &str = "kueue.x-k8s.io/priority-boost";
     /// Pod annotation naming the ProvisioningRequest whose capacity it consumes.
     pub const CONSUME_PROVISIONING_REQUEST: &str =
         "autoscaling.x-k8s.io/consume-provisioning-request";

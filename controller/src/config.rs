@@ -173,6 +173,7 @@ pub fn gate(config: &Configuration, name: &str) -> bool {
 const DEFAULT_ON: &[&str] = &[
     "UnadmittedWorkloadsObservability",
     "SchedulingEquivalenceHashing",
+    "CleanupProvisioningRequestsOnEviction",
 ];
 
 #[cfg(test)]

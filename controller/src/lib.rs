@@ -19,6 +19,7 @@
 pub mod admissionchecks;
 pub mod clock;
 pub mod config;
+pub mod error;
 pub mod events;
 pub mod install;
 pub mod jobs;
@@ -27,11 +28,13 @@ pub mod lean;
 pub mod manager;
 pub mod metrics;
 pub mod metrics_server;
+pub mod options;
 pub mod rbac;
 pub mod resources;
 pub mod scheduler;
 pub mod state;
 pub mod status;
+pub mod watch;
 pub mod workload;
 pub mod writer;
 

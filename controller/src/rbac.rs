@@ -222,9 +222,15 @@ mod tests {
             .build()
             .expect("server");
         // The same list `manager::run` watches; the streams are never polled.
-        let watches = crate::manager::watches(&server.client());
+        let options = crate::Options {
+            config: Default::default(),
+            clock: crate::Clock::system(),
+            metrics: Default::default(),
+        };
+        let checks = crate::admissionchecks::registered(&options);
+        let watches = crate::manager::watches(&server.client(), &checks);
         assert!(!watches.is_empty());
-        for w in &watches {
+        for (_, w) in &watches {
             for verb in ["list", "watch"] {
                 assert!(
                     allows(&w.group, &w.resource, verb),

@@ -7,14 +7,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use api::autoscaling::ProvisioningRequest;
-use api::kueue::{
-    AdmissionCheck, ClusterQueue, LocalQueue, ProvisioningRequestConfig, ResourceFlavor, Workload,
-};
+use api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::PodTemplate;
 use kube::Resource;
 use kube::ResourceExt;
+
+/// One object's change: its version before and after.
+pub type Changed<K> = (Option<Arc<K>>, Option<Arc<K>>);
 
 /// `namespace/name` (or `name` for cluster-scoped objects).
 pub type Key = String;
@@ -31,17 +30,70 @@ pub fn key_of<K: Resource>(obj: &K) -> Key {
 #[derive(Debug)]
 pub struct Objects<K> {
     items: BTreeMap<Key, Arc<K>>,
+    /// The objects of a re-list in progress, until it is complete.
+    relist: Option<Vec<K>>,
 }
 
 impl<K> Default for Objects<K> {
     fn default() -> Self {
         Objects {
             items: BTreeMap::new(),
+            relist: None,
         }
     }
 }
 
 impl<K: Resource + Clone> Objects<K> {
+    /// Applies one watch event; returns what changed, old and new. A re-list is applied whole at
+    /// its end: objects gone meanwhile are dropped, as kube-runtime's reflector store does.
+    pub fn apply_event(&mut self, event: kube::runtime::watcher::Event<K>) -> Vec<Changed<K>> {
+        use kube::runtime::watcher::Event;
+        match event {
+            Event::Init => {
+                self.relist = Some(Vec::new());
+                vec![]
+            }
+            Event::InitApply(obj) => {
+                self.relist.get_or_insert_with(Vec::new).push(obj);
+                vec![]
+            }
+            Event::InitDone => {
+                let before = self.items.clone();
+                let listed = self.relist.take().unwrap_or_default();
+                self.replace_all(listed);
+                let mut changed = vec![];
+                for (key, old) in &before {
+                    match self.items.get(key) {
+                        None => changed.push((Some(old.clone()), None)),
+                        Some(new) if new.meta().resource_version != old.meta().resource_version => {
+                            changed.push((Some(old.clone()), Some(new.clone())))
+                        }
+                        _ => {}
+                    }
+                }
+                for (key, new) in &self.items {
+                    if !before.contains_key(key) {
+                        changed.push((None, Some(new.clone())));
+                    }
+                }
+                changed
+            }
+            Event::Apply(obj) => {
+                let old = self.get_shared(&key_of(&obj));
+                let obj = Arc::new(obj);
+                if self.apply_shared(obj.clone()) {
+                    vec![(old, Some(obj))]
+                } else {
+                    vec![]
+                }
+            }
+            Event::Delete(obj) => match self.delete(&obj) {
+                Some(old) => vec![(Some(old), None)],
+                None => vec![],
+            },
+        }
+    }
+
     /// Stores `obj` unless what is stored is newer. Returns whether it changed.
     pub fn apply(&mut self, obj: K) -> bool {
         self.apply_shared(Arc::new(obj))
@@ -137,7 +189,7 @@ fn local_queue_key(wl: &Workload) -> Option<Key> {
     Some(format!("{}/{name}", wl.namespace().unwrap_or_default()))
 }
 
-/// Everything the controller watches.
+/// Everything the core watches; admission checks keep what else they watch themselves.
 #[derive(Debug, Default)]
 pub struct World {
     pub flavors: Objects<ResourceFlavor>,
@@ -146,10 +198,6 @@ pub struct World {
     pub admission_checks: Objects<AdmissionCheck>,
     pub workloads: Objects<Workload>,
     pub jobs: Objects<Job>,
-    pub provisioning_configs: Objects<ProvisioningRequestConfig>,
-    pub provisioning_requests: Objects<ProvisioningRequest>,
-    /// Only the PodTemplates Kueue manages (label `kueue.x-k8s.io/managed: "true"`).
-    pub pod_templates: Objects<PodTemplate>,
 }
 
 impl World {

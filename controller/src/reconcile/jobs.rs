@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::ResourceExt;
 
 use super::Reconciler;
+use crate::error::Error;
 use crate::jobs;
-use crate::manager::Error;
 use crate::state::World;
 use crate::workload::{self, lifecycle};
 use crate::writer::Written;

@@ -1,10 +1,10 @@
 //! The reconcilers: thin glue between the [`World`], the pure decisions and the [`Writer`].
 //!
 //! Change handlers only mark what needs another look; [`Reconciler::reconcile`] then runs the
-//! passes (jobs, workloads, scheduler, queue status) until nothing is left to do.
+//! passes (jobs, workloads, scheduler, each admission check's, queue status) until nothing is
+//! left to do.
 
 mod jobs;
-mod provisioning;
 mod queues;
 mod schedule;
 mod workloads;
@@ -15,14 +15,18 @@ use std::sync::Arc;
 use api::kueue::{AdmissionCheck, ClusterQueue, LocalQueue, ResourceFlavor, Workload};
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
-use kube::{Resource, ResourceExt};
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
 
+use crate::admissionchecks::{AdmissionCheckController, Ctx};
 use crate::clock::Clock;
-use crate::manager::{Error, Options};
+use crate::error::Error;
+use crate::options::Options;
 use crate::resources::Transformer;
 use crate::scheduler::cycle_backoff::CycleBackoff;
 use crate::scheduler::queue::{Entry, Queues, equivalence_hash};
-use crate::state::{Key, World, key_of};
+use crate::state::{Key, Objects, World, key_of};
+use crate::watch::{AnyEvent, Watch, take, watch};
 use crate::workload;
 use crate::writer::Writer;
 
@@ -57,10 +61,9 @@ pub struct Reconciler {
     workload_of_job: BTreeMap<String, Key>,
     /// ClusterQueues whose queues must be tried again.
     requeue: BTreeSet<String>,
-    /// Workloads whose ProvisioningRequest checks need another look.
-    dirty_provisioning: BTreeSet<Key>,
-    /// ProvisioningRequest AdmissionChecks whose `Active` condition needs another look.
-    dirty_checks: BTreeSet<String>,
+    /// What the admission checks have not heard of yet: workload and AdmissionCheck changes,
+    /// and workload timers that came due.
+    for_checks: Vec<ForChecks>,
     /// The SchedulingEquivalenceHashing gate.
     equivalence_hashing: bool,
     /// The scheduler loop's pause after cycles that admitted nothing, and when it ends.
@@ -93,8 +96,7 @@ impl Reconciler {
             lq_of: BTreeMap::new(),
             workload_of_job: BTreeMap::new(),
             requeue: BTreeSet::new(),
-            dirty_provisioning: BTreeSet::new(),
-            dirty_checks: BTreeSet::new(),
+            for_checks: Vec::new(),
             equivalence_hashing,
             cycle_backoff: CycleBackoff::default(),
             schedule_not_before: None,
@@ -131,8 +133,8 @@ impl Reconciler {
             .collect();
         for key in due {
             self.wake.remove(&key);
-            self.dirty_provisioning.insert(key.clone());
-            self.dirty_workloads.insert(key);
+            self.dirty_workloads.insert(key.clone());
+            self.for_checks.push(ForChecks::Due(key));
         }
         let due = |map: &mut BTreeMap<String, Timestamp>| {
             let (due, later) = std::mem::take(map)
@@ -163,19 +165,85 @@ impl Reconciler {
     }
 
     /// Runs the passes until nothing changes (or [`MAX_ROUNDS`]).
-    pub async fn reconcile(&mut self, world: &mut World) -> Result<(), Error> {
+    pub async fn reconcile(&mut self, world: &mut World, checks: &mut Checks) -> Result<(), Error> {
         for _ in 0..MAX_ROUNDS {
             let mut progressed = false;
             progressed |= self.jobs_pass(world).await?;
             progressed |= self.workloads_pass(world).await?;
             progressed |= self.schedule(world).await?;
-            progressed |= self.provisioning_pass(world).await?;
+            for i in 0..checks.len() {
+                self.tell_checks(world, checks);
+                let mut ctx = Ctx::new(world, &self.writer, &self.options, &mut self.wake);
+                progressed |= checks[i].run(&mut ctx).await?;
+                for (old, new) in ctx.into_written() {
+                    self.workload_changed(world, old.as_ref(), new.as_ref());
+                }
+            }
             progressed |= self.status_pass(world).await?;
             if !progressed {
                 break;
             }
         }
+        self.tell_checks(world, checks);
         Ok(())
+    }
+
+    /// Hands the admission checks what changed since they last heard.
+    pub fn tell_checks(&mut self, world: &World, checks: &mut Checks) {
+        for note in std::mem::take(&mut self.for_checks) {
+            for check in checks.iter_mut() {
+                match &note {
+                    ForChecks::Workload(old, new) => {
+                        check.workload_changed(world, old.as_deref(), new.as_deref())
+                    }
+                    ForChecks::Check(old, new) => {
+                        check.admission_check_changed(world, old.as_deref(), new.as_deref())
+                    }
+                    ForChecks::Due(key) => check.workload_due(key),
+                }
+            }
+        }
+    }
+
+    /// Applies a core watch's event to the world and marks what it touches.
+    pub fn apply(&mut self, world: &mut World, event: AnyEvent) {
+        let unrouted = Some(event)
+            .and_then(|e| self.route(world, e, |w| &mut w.flavors, Self::flavor_changed))
+            .and_then(|e| {
+                self.route(
+                    world,
+                    e,
+                    |w| &mut w.cluster_queues,
+                    Self::cluster_queue_changed,
+                )
+            })
+            .and_then(|e| self.route(world, e, |w| &mut w.local_queues, Self::local_queue_changed))
+            .and_then(|e| self.route(world, e, |w| &mut w.admission_checks, Self::check_changed))
+            .and_then(|e| self.route(world, e, |w| &mut w.workloads, Self::workload_changed))
+            .and_then(|e| self.route(world, e, |w| &mut w.jobs, Self::job_changed));
+        if unrouted.is_some() {
+            tracing::error!("the core got an event of a kind it does not watch");
+        }
+    }
+
+    /// Applies `event` to one kind's objects if it is of that kind, and runs its handler on each
+    /// change; hands the event back otherwise.
+    fn route<K: Resource + Clone + Send + 'static>(
+        &mut self,
+        world: &mut World,
+        event: AnyEvent,
+        objects: fn(&mut World) -> &mut Objects<K>,
+        changed: Handler<K>,
+    ) -> Option<AnyEvent> {
+        match take(objects(world), event) {
+            Ok(changes) => {
+                for (old, new) in changes {
+                    changed(self, world, old.as_ref(), new.as_ref());
+                }
+                None
+            }
+            Err(event) => Some(event),
+        }
     }
 
     fn observability(&self) -> bool {
@@ -199,11 +267,11 @@ impl Reconciler {
         }
     }
 
-    pub fn flavor_changed(
+    fn flavor_changed(
         &mut self,
         world: &World,
-        _old: Option<&ResourceFlavor>,
-        _new: Option<&ResourceFlavor>,
+        _old: Option<&Arc<ResourceFlavor>>,
+        _new: Option<&Arc<ResourceFlavor>>,
     ) {
         // Flavors affect every queue: whether it is active, and its taints and labels.
         self.requeue.insert(String::new());
@@ -213,12 +281,14 @@ impl Reconciler {
         self.dirty_local_queues_of(world, None);
     }
 
-    pub fn cluster_queue_changed(
+    fn cluster_queue_changed(
         &mut self,
         world: &World,
-        old: Option<&ClusterQueue>,
-        new: Option<&ClusterQueue>,
+        old: Option<&Arc<ClusterQueue>>,
+        new: Option<&Arc<ClusterQueue>>,
     ) {
+        let old = old.map(Arc::as_ref);
+        let new = new.map(Arc::as_ref);
         let Some(cq) = new.or(old) else { return };
         let name = cq.name_any();
         self.dirty_cluster_queues.insert(name.clone());
@@ -240,12 +310,14 @@ impl Reconciler {
         }
     }
 
-    pub fn local_queue_changed(
+    fn local_queue_changed(
         &mut self,
         world: &World,
-        old: Option<&LocalQueue>,
-        new: Option<&LocalQueue>,
+        old: Option<&Arc<LocalQueue>>,
+        new: Option<&Arc<LocalQueue>>,
     ) {
+        let old = old.map(Arc::as_ref);
+        let new = new.map(Arc::as_ref);
         let Some(lq) = new.or(old) else { return };
         let key = key_of(lq);
         self.dirty_local_queues.insert(key.clone());
@@ -281,20 +353,18 @@ impl Reconciler {
         }
     }
 
-    pub fn check_changed(
+    fn check_changed(
         &mut self,
         world: &World,
-        old: Option<&AdmissionCheck>,
-        new: Option<&AdmissionCheck>,
+        old: Option<&Arc<AdmissionCheck>>,
+        new: Option<&Arc<AdmissionCheck>>,
     ) {
+        let (old_arc, new_arc) = (old.cloned(), new.cloned());
+        let old = old.map(Arc::as_ref);
+        let new = new.map(Arc::as_ref);
         let Some(ac) = new.or(old) else { return };
         let name = ac.name_any();
-        // Old or new: a check that stops being a provisioning check leaves requests to delete.
-        if old.is_some_and(provisioning::is_provisioning)
-            || new.is_some_and(provisioning::is_provisioning)
-        {
-            self.provisioning_check_changed(world, &name);
-        }
+        self.for_checks.push(ForChecks::Check(old_arc, new_arc));
         let users: Vec<String> = world
             .cluster_queues
             .values()
@@ -309,16 +379,19 @@ impl Reconciler {
         }
     }
 
-    pub fn workload_changed(
+    fn workload_changed(
         &mut self,
         world: &World,
-        old: Option<&Workload>,
-        new: Option<&Workload>,
+        old: Option<&Arc<Workload>>,
+        new: Option<&Arc<Workload>>,
     ) {
+        let (old_arc, new_arc) = (old.cloned(), new.cloned());
+        let old = old.map(Arc::as_ref);
+        let new = new.map(Arc::as_ref);
         let Some(any) = new.or(old) else { return };
         let key = key_of(any);
         self.dirty_workloads.insert(key.clone());
-        self.dirty_provisioning.insert(key.clone());
+        self.for_checks.push(ForChecks::Workload(old_arc, new_arc));
         // Which job owns it.
         for wl in [old, new].into_iter().flatten() {
             if let Some(owner) = job_owner(wl) {
@@ -406,9 +479,9 @@ impl Reconciler {
         }
     }
 
-    pub fn job_changed(&mut self, old: Option<&Job>, new: Option<&Job>) {
+    fn job_changed(&mut self, _world: &World, old: Option<&Arc<Job>>, new: Option<&Arc<Job>>) {
         if let Some(job) = new.or(old) {
-            self.dirty_jobs.insert(key_of(job));
+            self.dirty_jobs.insert(key_of(job.as_ref()));
         }
     }
 
@@ -417,7 +490,7 @@ impl Reconciler {
         let old = world.workloads.get_shared(&key_of(&wl));
         let wl = Arc::new(wl);
         if world.workloads.apply_shared(wl.clone()) {
-            self.workload_changed(world, old.as_deref(), Some(&wl));
+            self.workload_changed(world, old.as_ref(), Some(&wl));
         }
     }
 
@@ -425,9 +498,36 @@ impl Reconciler {
         let old = world.jobs.get_shared(&key_of(&job));
         let job = Arc::new(job);
         if world.jobs.apply_shared(job.clone()) {
-            self.job_changed(old.as_deref(), Some(&job));
+            self.job_changed(world, old.as_ref(), Some(&job));
         }
     }
+}
+
+/// The admission check controllers, in the order their passes run.
+pub type Checks = Vec<Box<dyn AdmissionCheckController>>;
+
+/// What the core does when an object of a kind it watches changes (old and new version).
+type Handler<K> = fn(&mut Reconciler, &World, Option<&Arc<K>>, Option<&Arc<K>>);
+
+/// A change the admission checks are told of at their next pass.
+enum ForChecks {
+    Workload(Option<Arc<Workload>>, Option<Arc<Workload>>),
+    Check(Option<Arc<AdmissionCheck>>, Option<Arc<AdmissionCheck>>),
+    Due(Key),
+}
+
+/// The core's watches: the kinds the scheduler, the workload and job controllers and queue
+/// status read. Admission checks add their own.
+pub fn watches(client: &Client) -> Vec<Watch> {
+    let all = watcher::Config::default;
+    vec![
+        watch::<ResourceFlavor>(client, all()),
+        watch::<ClusterQueue>(client, all()),
+        watch::<LocalQueue>(client, all()),
+        watch::<AdmissionCheck>(client, all()),
+        watch::<Workload>(client, all()),
+        watch::<Job>(client, all()),
+    ]
 }
 
 /// The Job that controls a workload.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use api::kueue::{ClusterQueue, LocalQueue};
 
 use super::Reconciler;
-use crate::manager::Error;
+use crate::error::Error;
 use crate::state::World;
 use crate::status;
 use crate::writer::Written;
@@ -38,7 +38,7 @@ impl Reconciler {
                 let old = world.cluster_queues.get_shared(&name);
                 let new = Arc::new(new);
                 if world.cluster_queues.apply_shared(new.clone()) {
-                    self.cluster_queue_changed(world, old.as_deref(), Some(&new));
+                    self.cluster_queue_changed(world, old.as_ref(), Some(&new));
                     // A queue's status write changes only its status.
                     self.dirty_cluster_queues.remove(&name);
                 }

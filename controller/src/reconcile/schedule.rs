@@ -10,7 +10,7 @@ use kube::ResourceExt;
 
 use super::Reconciler;
 use super::workloads::queued_wait;
-use crate::manager::Error;
+use crate::error::Error;
 use crate::resources;
 use crate::scheduler::queue::Parked;
 use crate::scheduler::{
@@ -321,8 +321,35 @@ impl Reconciler {
                     &message,
                 )
                 .await;
+            // Both sides' priorities, as Kueue appends them (kueue#9120): on the victim's
+            // `Preempted` event, and on a `PreemptedWorkload` event for the preemptor.
+            let boost_gate = crate::config::gate(&self.options.config, "PriorityBoost");
+            let priorities = format!(
+                "preemptor effective priority: {}; preemptee effective priority: {}",
+                workload::EffectivePriority::of(preemptor, boost_gate),
+                workload::EffectivePriority::of(&victim, boost_gate),
+            );
+            // On the victim as the scheduler saw it, before the eviction was written.
             self.writer
-                .event(&new, false, reason::PREEMPTED, &message)
+                .event(
+                    victim.as_ref(),
+                    false,
+                    reason::PREEMPTED,
+                    &format!("{message}; {priorities}"),
+                )
+                .await;
+            self.writer
+                .event(
+                    preemptor,
+                    false,
+                    "PreemptedWorkload",
+                    &format!(
+                        "Preempted workload {} (UID: {}) in ClusterQueue {}; {priorities}",
+                        workload::key(&victim),
+                        victim.uid().unwrap_or_default(),
+                        target.cluster_queue,
+                    ),
+                )
                 .await;
             self.written_workload(world, new);
         }

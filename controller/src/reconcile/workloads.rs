@@ -4,7 +4,7 @@ use api::constants::workload_condition as cond;
 use api::kueue::Workload;
 
 use super::{Reconciler, job_owner};
-use crate::manager::Error;
+use crate::error::Error;
 use crate::state::World;
 use crate::workload::{self, conditions, lifecycle};
 use crate::writer::Written;

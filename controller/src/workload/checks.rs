@@ -96,13 +96,12 @@ pub fn checks_message(states: &[AdmissionCheckState], state: CheckState) -> Stri
 }
 
 /// Resets every non-Pending check after an eviction; a check that was in Retry counts one more
-/// retry.
+/// retry. Any other keeps its `retryCount`: Kueue's workload controller leaves it out of its
+/// server-side apply, and the check's own controller, which wrote it, still owns it.
 pub fn reset_on_eviction(states: &mut [AdmissionCheckState], now: &Time) {
     for s in states.iter_mut().filter(|s| s.state != CheckState::Pending) {
         if s.state == CheckState::Retry {
             s.retry_count = Some(s.retry_count.unwrap_or(0) + 1);
-        } else {
-            s.retry_count = None;
         }
         s.message = format!("Reset to Pending after eviction. Previously: {}", s.state);
         s.state = CheckState::Pending;
@@ -238,9 +237,20 @@ mod tests {
             state("a", CheckState::Retry, "x"),
             state("b", CheckState::Ready, ""),
             state("c", CheckState::Pending, "waiting"),
+            state("d", CheckState::Rejected, "no capacity"),
         ];
+        states[3].retry_count = Some(2);
         reset_on_eviction(&mut states, &now);
         assert_eq!(states[0].retry_count, Some(1));
+        assert_eq!(
+            states[3].message,
+            "Reset to Pending after eviction. Previously: Rejected"
+        );
+        assert_eq!(
+            states[3].retry_count,
+            Some(2),
+            "kept, as under SSA upstream"
+        );
         assert_eq!(
             states[0].message,
             "Reset to Pending after eviction. Previously: Retry"

@@ -42,6 +42,52 @@ pub fn priority(wl: &Workload) -> i32 {
     wl.spec.priority.unwrap_or(0)
 }
 
+/// A workload's priority as preemption events report it: the base (`spec.priority`), the boost
+/// from its `kueue.x-k8s.io/priority-boost` annotation (read only under the PriorityBoost gate; a
+/// value that does not parse counts as none, as Kueue falls back to the base), and their sum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EffectivePriority {
+    pub base: i32,
+    pub boost: i32,
+}
+
+impl EffectivePriority {
+    pub fn of(wl: &Workload, boost_gate: bool) -> Self {
+        let boost = boost_gate
+            .then(|| {
+                wl.metadata
+                    .annotations
+                    .as_ref()?
+                    .get(api::constants::annotation::PRIORITY_BOOST)?
+                    .parse::<i32>()
+                    .ok()
+            })
+            .flatten()
+            .unwrap_or(0);
+        EffectivePriority {
+            base: priority(wl),
+            boost,
+        }
+    }
+
+    pub fn effective(&self) -> i64 {
+        i64::from(self.base) + i64::from(self.boost)
+    }
+}
+
+/// `P (base: B, boost: X)`, as Kueue's preemption events write it.
+impl std::fmt::Display for EffectivePriority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (base: {}, boost: {})",
+            self.effective(),
+            self.base,
+            self.boost
+        )
+    }
+}
+
 /// The timestamp that orders a queue: creation, in seconds.
 pub fn queue_order_time(wl: &Workload) -> i64 {
     wl.metadata
@@ -97,4 +143,42 @@ fn status_true(wl: &Workload, type_: &str) -> bool {
     wl.status
         .as_ref()
         .is_some_and(|s| conditions::is_true(&s.conditions, type_))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use api::kueue::Workload;
+
+    use super::EffectivePriority;
+
+    fn workload(priority: i32, boost: Option<&str>) -> Workload {
+        let mut wl = Workload::new("w", Default::default());
+        wl.spec.priority = Some(priority);
+        wl.metadata.annotations = boost.map(|b| {
+            BTreeMap::from([(
+                api::constants::annotation::PRIORITY_BOOST.to_string(),
+                b.to_string(),
+            )])
+        });
+        wl
+    }
+
+    #[test]
+    fn the_boost_counts_only_under_its_gate_and_only_when_it_parses() {
+        let boosted = workload(100, Some("-30"));
+        assert_eq!(
+            EffectivePriority::of(&boosted, true).to_string(),
+            "70 (base: 100, boost: -30)"
+        );
+        assert_eq!(
+            EffectivePriority::of(&boosted, false).to_string(),
+            "100 (base: 100, boost: 0)"
+        );
+        assert_eq!(
+            EffectivePriority::of(&workload(5, Some("lots")), true).to_string(),
+            "5 (base: 5, boost: 0)"
+        );
+    }
 }

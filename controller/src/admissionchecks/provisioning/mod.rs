@@ -5,6 +5,9 @@
 //! themselves ([`request`]), and the check's [`state`] from the request.
 
 pub mod active;
+mod controller;
 pub mod names;
 pub mod request;
 pub mod state;
+
+pub use controller::Controller;

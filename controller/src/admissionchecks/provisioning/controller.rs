@@ -1,47 +1,90 @@
-//! The ProvisioningRequest admission check's reconciler, in Kueue's order for each workload:
+//! The ProvisioningRequest admission check's controller, in Kueue's order for each workload:
 //! a finished or evicted workload loses its requests; otherwise the check states follow the
 //! current requests, requests no longer current are deleted, and missing ones are created
 //! (PodTemplates first, so the autoscaler never sees a request whose templates are missing).
-//! The decisions are in [`crate::admissionchecks::provisioning`]; this is the glue.
+//! The decisions are in the sibling modules; this is the glue.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use api::autoscaling::ProvisioningRequest;
+use api::constants::label;
 use api::constants::{controller_name, provisioning_event as event, provreq_condition as cond};
 use api::kueue::{
-    AdmissionCheck, AdmissionCheckState, CheckState, ProvisioningRequestConfigSpec,
-    ResourceFlavorSpec, Workload, WorkloadStatus,
+    AdmissionCheck, AdmissionCheckState, CheckState, ProvisioningRequestConfig,
+    ProvisioningRequestConfigSpec, ResourceFlavorSpec, Workload, WorkloadStatus,
 };
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::PodTemplate;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
-use kube::{Resource, ResourceExt};
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
 
-use super::Reconciler;
-use crate::admissionchecks::provisioning::{active, names, request, state};
-use crate::manager::Error;
-use crate::state::{Key, World, key_of};
+use super::{active, names, request, state};
+use crate::admissionchecks::{AdmissionCheckController, Ctx};
+use crate::error::Error;
+use crate::options::Options;
+use crate::state::{Key, Objects, World, key_of};
+use crate::watch::{AnyEvent, Watch, take, watch};
 use crate::workload;
 use crate::writer::Written;
 
 /// How long a workload waits after an API error before its check is looked at again.
 const RETRY_AFTER_ERROR: std::time::Duration = std::time::Duration::from_secs(10);
 
-impl Reconciler {
+/// The ProvisioningRequest check's controller: its own objects, and what to look at again.
+pub struct Controller {
+    requests: Objects<ProvisioningRequest>,
+    configs: Objects<ProvisioningRequestConfig>,
+    /// Only the PodTemplates Kueue manages (label `kueue.x-k8s.io/managed: "true"`).
+    templates: Objects<PodTemplate>,
+    /// Workloads whose checks need another look.
+    dirty: BTreeSet<Key>,
+    /// Provisioning AdmissionChecks whose `Active` condition needs another look.
+    dirty_checks: BTreeSet<String>,
+    /// Workloads evicted since the last pass: their requests go, even if they already hold
+    /// quota again (CleanupProvisioningRequestsOnEviction).
+    evicted: BTreeSet<Key>,
+    cleanup_on_eviction: bool,
+}
+
+impl Controller {
+    pub fn new(options: &Options) -> Self {
+        Controller {
+            requests: Objects::default(),
+            configs: Objects::default(),
+            templates: Objects::default(),
+            dirty: BTreeSet::new(),
+            dirty_checks: BTreeSet::new(),
+            evicted: BTreeSet::new(),
+            cleanup_on_eviction: crate::config::gate(
+                &options.config,
+                "CleanupProvisioningRequestsOnEviction",
+            ),
+        }
+    }
+
     /// Brings the provisioning checks of the workloads marked since the last pass up to date, and
     /// the `Active` condition of the provisioning AdmissionChecks.
-    pub(super) async fn provisioning_pass(&mut self, world: &mut World) -> Result<bool, Error> {
+    async fn pass(&mut self, ctx: &mut Ctx<'_>) -> Result<bool, Error> {
         let mut progressed = false;
         for name in std::mem::take(&mut self.dirty_checks) {
-            progressed |= self.sync_check_activity(world, &name).await?;
+            progressed |= self.sync_check_activity(ctx, &name).await?;
         }
-        for key in std::mem::take(&mut self.dirty_provisioning) {
-            match self.sync_provisioning(world, &key).await {
+        for key in std::mem::take(&mut self.evicted) {
+            let owned = match ctx.world.workloads.get(&key) {
+                Some(wl) => self.owned_requests(wl),
+                None => continue,
+            };
+            progressed |= self.delete_requests(ctx, &owned).await?;
+        }
+        for key in std::mem::take(&mut self.dirty) {
+            match self.sync_provisioning(ctx, &key).await {
                 Ok(p) => progressed |= p,
                 // A refusal (a webhook, a quota, a server error) is logged and tried again
                 // later, as controller-runtime requeues a failed reconcile.
                 Err(Error::Api(e)) => {
                     tracing::warn!(workload = %key, error = %e, "provisioning check, retrying in 10s");
-                    self.retry_provisioning_later(&key);
+                    retry_later(ctx, &key);
                 }
                 Err(e) => return Err(e),
             }
@@ -49,29 +92,22 @@ impl Reconciler {
         Ok(progressed)
     }
 
-    fn retry_provisioning_later(&mut self, key: &Key) {
-        let now = self.options.clock.now();
-        let at = now.checked_add(RETRY_AFTER_ERROR).unwrap_or(now);
-        let due = self.wake.entry(key.clone()).or_insert(at);
-        *due = (*due).min(at);
-    }
-
-    async fn sync_check_activity(&mut self, world: &mut World, name: &str) -> Result<bool, Error> {
-        let Some(ac) = world.admission_checks.get(name).cloned() else {
+    async fn sync_check_activity(&mut self, ctx: &mut Ctx<'_>, name: &str) -> Result<bool, Error> {
+        let Some(ac) = ctx.world.admission_checks.get(name).cloned() else {
             return Ok(false);
         };
         if ac.spec.controller_name != controller_name::PROVISIONING_REQUEST {
             return Ok(false);
         }
         let activity = active::activity(ac.spec.parameters.as_ref(), |config| {
-            world.provisioning_configs.get(config).is_some()
+            self.configs.get(config).is_some()
         });
         let condition = Condition {
             type_: "Active".into(),
             status: if activity.active { "True" } else { "False" }.into(),
             reason: activity.reason.into(),
             message: activity.message,
-            last_transition_time: self.options.clock.now_time(),
+            last_transition_time: ctx.options.clock.now_time(),
             observed_generation: ac.metadata.generation,
         };
         let mut next = ac.clone();
@@ -94,16 +130,16 @@ impl Reconciler {
             }
             None => conditions.push(condition),
         }
-        if let Written::Ok(written) = self.writer.replace_status(&next).await? {
-            world.admission_checks.apply(written);
+        if let Written::Ok(written) = ctx.writer.replace_status(&next).await? {
+            ctx.world.admission_checks.apply(written);
         }
         Ok(true)
     }
 
-    async fn sync_provisioning(&mut self, world: &mut World, key: &Key) -> Result<bool, Error> {
+    async fn sync_provisioning(&mut self, ctx: &mut Ctx<'_>, key: &Key) -> Result<bool, Error> {
         // Every workload change comes through here: decide on the stored one, and copy it only
         // when it carries admission checks or owns requests.
-        let Some(stored) = world.workloads.get(key) else {
+        let Some(stored) = ctx.world.workloads.get(key) else {
             return Ok(false);
         };
         let finished = workload::is_finished(stored);
@@ -111,7 +147,7 @@ impl Reconciler {
         if !workload::has_quota_reservation(stored) && !finished && !evicted {
             return Ok(false);
         }
-        let owned = owned_requests(world, stored);
+        let owned = self.owned_requests(stored);
         let has_checks = stored
             .status
             .as_ref()
@@ -120,14 +156,17 @@ impl Reconciler {
             return Ok(false);
         }
         let wl = stored.clone();
-        // Requests outlive neither the workload's run nor its quota.
-        if finished || evicted {
-            return self.delete_requests(world, &owned).await;
+        // Requests outlive neither the workload's run nor, by default, its eviction.
+        if finished || (evicted && self.cleanup_on_eviction) {
+            return self.delete_requests(ctx, &owned).await;
         }
-        let configs = self.provisioning_configs(world, &wl);
+        if evicted {
+            return Ok(false);
+        }
+        let configs = self.provisioning_configs(ctx.world, &wl);
         // The check was removed from the queue, deleted, or handed to another controller.
         if configs.is_empty() {
-            return self.delete_requests(world, &owned).await;
+            return self.delete_requests(ctx, &owned).await;
         }
         // The request each check goes by: the latest attempt still matching its config.
         let mut current: BTreeMap<String, ProvisioningRequest> = BTreeMap::new();
@@ -146,9 +185,7 @@ impl Reconciler {
                 current.insert(check.clone(), r.clone());
             }
         }
-        let Some(mut progressed) = self
-            .sync_check_states(world, &wl, &configs, &current)
-            .await?
+        let Some(mut progressed) = self.sync_check_states(ctx, &wl, &configs, &current).await?
         else {
             // Someone wrote the workload first; its new version brings this pass back.
             return Ok(true);
@@ -157,13 +194,13 @@ impl Reconciler {
             .into_iter()
             .filter(|r| !current.values().any(|c| c.name_any() == r.name_any()))
             .collect();
-        progressed |= self.delete_requests(world, &unused).await?;
+        progressed |= self.delete_requests(ctx, &unused).await?;
         // The states just written decide whether a request is (re)created.
-        let wl = world.workloads.get(key).cloned().unwrap_or(wl);
+        let wl = ctx.world.workloads.get(key).cloned().unwrap_or(wl);
         for (check, config) in &configs {
             let Some(config) = config else { continue };
             progressed |= self
-                .sync_request(world, &wl, check, config, current.get(check))
+                .sync_request(ctx, &wl, check, config, current.get(check))
                 .await?;
         }
         Ok(progressed)
@@ -185,7 +222,7 @@ impl Reconciler {
                 }
                 let config = active::config_name(ac.spec.parameters.as_ref())
                     .ok()
-                    .and_then(|name| world.provisioning_configs.get(name))
+                    .and_then(|name| self.configs.get(name))
                     .map(|c| c.spec.clone());
                 Some((s.name.clone(), config))
             })
@@ -194,12 +231,12 @@ impl Reconciler {
 
     async fn sync_check_states(
         &mut self,
-        world: &mut World,
+        ctx: &mut Ctx<'_>,
         wl: &Workload,
         configs: &BTreeMap<String, Option<ProvisioningRequestConfigSpec>>,
         current: &BTreeMap<String, ProvisioningRequest>,
     ) -> Result<Option<bool>, Error> {
-        let now = self.options.clock.now_time();
+        let now = ctx.options.clock.now_time();
         let mut next = wl.clone();
         let status = next.status.get_or_insert_with(WorkloadStatus::default);
         let mut messages = vec![];
@@ -258,14 +295,14 @@ impl Reconciler {
         if !changed {
             return Ok(Some(false));
         }
-        match self.writer.replace_status(&next).await? {
+        match ctx.writer.replace_status(&next).await? {
             Written::Ok(written) => {
                 for message in &messages {
-                    self.writer
+                    ctx.writer
                         .event(&written, false, event::ADMISSION_CHECK_UPDATED, message)
                         .await;
                 }
-                self.written_workload(world, written);
+                ctx.written_workload(written);
                 Ok(Some(true))
             }
             Written::Stale => Ok(None),
@@ -277,7 +314,7 @@ impl Reconciler {
     /// the request's PodTemplates over to it.
     async fn sync_request(
         &mut self,
-        world: &mut World,
+        ctx: &mut Ctx<'_>,
         wl: &Workload,
         check: &str,
         config: &ProvisioningRequestConfigSpec,
@@ -311,10 +348,7 @@ impl Reconciler {
         let mut progressed = false;
         let req = if create {
             progressed = true;
-            match self
-                .create_request(world, wl, check, attempt, config)
-                .await?
-            {
+            match self.create_request(ctx, wl, check, attempt, config).await? {
                 Some(req) => req,
                 None => return Ok(true),
             }
@@ -324,7 +358,7 @@ impl Reconciler {
                 None => return Ok(false),
             }
         };
-        progressed |= self.hand_over_templates(world, &req).await?;
+        progressed |= self.hand_over_templates(ctx, &req).await?;
         Ok(progressed)
     }
 
@@ -332,7 +366,7 @@ impl Reconciler {
     /// a Warning `FailedCreate` Event and the check's message.
     async fn create_request(
         &mut self,
-        world: &mut World,
+        ctx: &mut Ctx<'_>,
         wl: &Workload,
         check: &str,
         attempt: u32,
@@ -346,7 +380,8 @@ impl Reconciler {
             }
         };
         let name = names::request_name(&wl.name_any(), check, attempt);
-        let flavors: BTreeMap<String, ResourceFlavorSpec> = world
+        let flavors: BTreeMap<String, ResourceFlavorSpec> = ctx
+            .world
             .flavors
             .values()
             .map(|f| (f.name_any(), f.spec.clone()))
@@ -354,35 +389,35 @@ impl Reconciler {
         for m in &merged {
             let pt_name = names::pod_template_name(&name, &m.pod_set.name);
             let pt_key = format!("{}/{pt_name}", wl.namespace().unwrap_or_default());
-            if world.pod_templates.get(&pt_key).is_some() {
+            if self.templates.get(&pt_key).is_some() {
                 continue;
             }
             let pt = match request::pod_template(wl, &pt_name, m, &flavors) {
                 Ok(pt) => pt,
                 Err(e) => {
                     let message = format!("Error creating PodTemplate {pt_name:?}: {e}");
-                    self.failed_create(world, wl, check, &message).await?;
+                    self.failed_create(ctx, wl, check, &message).await?;
                     return Ok(None);
                 }
             };
-            match self.writer.create(&pt).await {
+            match ctx.writer.create(&pt).await {
                 Ok(Written::Ok(created)) => {
-                    world.pod_templates.apply(created);
+                    self.templates.apply(created);
                 }
                 Ok(Written::Stale) => {}
                 Err(kube::Error::Api(status)) => {
                     let message =
                         format!("Error creating PodTemplate {pt_name:?}: {}", status.message);
-                    self.failed_create(world, wl, check, &message).await?;
+                    self.failed_create(ctx, wl, check, &message).await?;
                     return Ok(None);
                 }
                 Err(e) => return Err(e.into()),
             }
         }
         let req = request::provisioning_request(wl, check, attempt, config, &merged);
-        match self.writer.create(&req).await {
+        match ctx.writer.create(&req).await {
             Ok(Written::Ok(created)) => {
-                self.writer
+                ctx.writer
                     .event(
                         wl,
                         false,
@@ -390,10 +425,10 @@ impl Reconciler {
                         &format!("Created ProvisioningRequest: {name:?}"),
                     )
                     .await;
-                world.provisioning_requests.apply(created.clone());
+                self.requests.apply(created.clone());
                 // The watch will bring nothing newer, so look again now: a fresh request (no
                 // conditions yet) clears whatever the check said before.
-                self.dirty_provisioning.insert(key_of(wl));
+                self.dirty.insert(key_of(wl));
                 Ok(Some(created))
             }
             // Created by an earlier pass whose response the watch has not brought yet.
@@ -403,7 +438,7 @@ impl Reconciler {
                     "Error creating ProvisioningRequest {name:?}: {}",
                     status.message
                 );
-                self.failed_create(world, wl, check, &message).await?;
+                self.failed_create(ctx, wl, check, &message).await?;
                 Ok(None)
             }
             Err(e) => Err(e.into()),
@@ -412,14 +447,14 @@ impl Reconciler {
 
     async fn failed_create(
         &mut self,
-        world: &mut World,
+        ctx: &mut Ctx<'_>,
         wl: &Workload,
         check: &str,
         message: &str,
     ) -> Result<(), Error> {
-        self.retry_provisioning_later(&key_of(wl));
+        retry_later(ctx, &key_of(wl));
         let note = crate::workload::conditions::truncate(message, 1024);
-        self.writer
+        ctx.writer
             .event(wl, true, event::FAILED_CREATE, &note)
             .await;
         let mut next = wl.clone();
@@ -435,9 +470,9 @@ impl Reconciler {
             return Ok(());
         }
         state.message = message;
-        state.last_transition_time = self.options.clock.now_time();
-        if let Written::Ok(written) = self.writer.replace_status(&next).await? {
-            self.written_workload(world, written);
+        state.last_transition_time = ctx.options.clock.now_time();
+        if let Written::Ok(written) = ctx.writer.replace_status(&next).await? {
+            ctx.written_workload(written);
         }
         Ok(())
     }
@@ -446,14 +481,14 @@ impl Reconciler {
     /// request that failed to be created leaves none behind).
     async fn hand_over_templates(
         &mut self,
-        world: &mut World,
+        ctx: &mut Ctx<'_>,
         req: &ProvisioningRequest,
     ) -> Result<bool, Error> {
         let mut progressed = false;
         let ns = req.namespace().unwrap_or_default();
         for ps in &req.spec.pod_sets {
             let key = format!("{ns}/{}", ps.pod_template_ref.name);
-            let Some(pt) = world.pod_templates.get(&key).cloned() else {
+            let Some(pt) = self.templates.get(&key).cloned() else {
                 continue;
             };
             let Some(owner) = controller_ref(req) else {
@@ -475,8 +510,8 @@ impl Reconciler {
                 .collect();
             refs.push(owner);
             next.metadata.owner_references = Some(refs);
-            if let Written::Ok(written) = self.writer.replace(&next).await? {
-                world.pod_templates.apply(written);
+            if let Written::Ok(written) = ctx.writer.replace(&next).await? {
+                self.templates.apply(written);
             }
             progressed = true;
         }
@@ -485,11 +520,11 @@ impl Reconciler {
 
     async fn delete_requests(
         &mut self,
-        world: &mut World,
+        ctx: &mut Ctx<'_>,
         requests: &[ProvisioningRequest],
     ) -> Result<bool, Error> {
         for req in requests {
-            self.delete_request(world, req).await?;
+            self.delete_request(ctx, req).await?;
         }
         Ok(!requests.is_empty())
     }
@@ -499,16 +534,16 @@ impl Reconciler {
     /// would find its templates' names taken by ones about to go, and point at nothing.
     async fn delete_request(
         &mut self,
-        world: &mut World,
+        ctx: &mut Ctx<'_>,
         req: &ProvisioningRequest,
     ) -> Result<(), Error> {
-        self.writer.delete(req).await?;
-        world.provisioning_requests.delete(req);
+        ctx.writer.delete(req).await?;
+        self.requests.delete(req);
         let ns = req.namespace().unwrap_or_default();
         let uid = req.uid();
         for ps in &req.spec.pod_sets {
             let key = format!("{ns}/{}", ps.pod_template_ref.name);
-            let Some(pt) = world.pod_templates.get(&key).cloned() else {
+            let Some(pt) = self.templates.get(&key).cloned() else {
                 continue;
             };
             let owned = pt
@@ -516,20 +551,14 @@ impl Reconciler {
                 .iter()
                 .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref());
             if owned {
-                self.writer.delete(&pt).await?;
-                world.pod_templates.delete(&pt);
+                ctx.writer.delete(&pt).await?;
+                self.templates.delete(&pt);
             }
         }
         Ok(())
     }
 
-    pub fn provisioning_config_changed(
-        &mut self,
-        world: &World,
-        old: Option<&api::kueue::ProvisioningRequestConfig>,
-        new: Option<&api::kueue::ProvisioningRequestConfig>,
-    ) {
-        let Some(config) = new.or(old) else { return };
+    fn config_changed(&mut self, world: &World, config: &ProvisioningRequestConfig) {
         let name = config.name_any();
         let checks: Vec<String> = world
             .admission_checks
@@ -538,26 +567,20 @@ impl Reconciler {
             .map(|ac| ac.name_any())
             .collect();
         for check in checks {
-            self.provisioning_check_changed(world, &check);
+            self.check_changed(world, &check);
         }
     }
 
-    pub fn provisioning_request_changed(
-        &mut self,
-        old: Option<&ProvisioningRequest>,
-        new: Option<&ProvisioningRequest>,
-    ) {
-        let Some(req) = new.or(old) else { return };
+    fn request_changed(&mut self, req: &ProvisioningRequest) {
         if let Some(owner) = workload_owner(req) {
             let ns = req.namespace().unwrap_or_default();
-            self.dirty_provisioning
-                .insert(format!("{ns}/{}", owner.name));
+            self.dirty.insert(format!("{ns}/{}", owner.name));
         }
     }
 
     /// A provisioning AdmissionCheck (or its config) changed: its activity, and every workload
     /// that carries it.
-    pub(super) fn provisioning_check_changed(&mut self, world: &World, check: &str) {
+    fn check_changed(&mut self, world: &World, check: &str) {
         self.dirty_checks.insert(check.to_owned());
         for (key, wl) in world.workloads.iter() {
             let carries = wl
@@ -566,14 +589,103 @@ impl Reconciler {
                 .flat_map(|s| &s.admission_checks)
                 .any(|s| s.name == check);
             if carries {
-                self.dirty_provisioning.insert(key.clone());
+                self.dirty.insert(key.clone());
             }
         }
+    }
+
+    /// The requests a workload owns, as Kueue's index finds them.
+    fn owned_requests(&self, wl: &Workload) -> Vec<ProvisioningRequest> {
+        let ns = wl.namespace();
+        let name = wl.name_any();
+        self.requests
+            .values()
+            .filter(|r| r.namespace() == ns && workload_owner(r).is_some_and(|o| o.name == name))
+            .cloned()
+            .collect()
+    }
+}
+
+impl AdmissionCheckController for Controller {
+    fn controller_name(&self) -> &'static str {
+        controller_name::PROVISIONING_REQUEST
+    }
+
+    fn watches(&self, client: &Client) -> Vec<Watch> {
+        vec![
+            watch::<ProvisioningRequestConfig>(client, watcher::Config::default()),
+            watch::<ProvisioningRequest>(client, watcher::Config::default()),
+            // Only the PodTemplates Kueue creates for ProvisioningRequests.
+            watch::<PodTemplate>(
+                client,
+                watcher::Config::default().labels(&format!("{}=true", label::MANAGED)),
+            ),
+        ]
+    }
+
+    fn apply(&mut self, world: &World, event: AnyEvent) {
+        let event = match take(&mut self.configs, event) {
+            Ok(changes) => {
+                for (old, new) in changes {
+                    if let Some(config) = new.or(old) {
+                        self.config_changed(world, &config);
+                    }
+                }
+                return;
+            }
+            Err(event) => event,
+        };
+        let event = match take(&mut self.requests, event) {
+            Ok(changes) => {
+                for (old, new) in changes {
+                    if let Some(req) = new.or(old) {
+                        self.request_changed(&req);
+                    }
+                }
+                return;
+            }
+            Err(event) => event,
+        };
+        // Templates matter only through their request, which the pass looks at anyway.
+        if take(&mut self.templates, event).is_err() {
+            tracing::error!("the provisioning check got an event of a kind it does not watch");
+        }
+    }
+
+    fn workload_changed(&mut self, _world: &World, old: Option<&Workload>, new: Option<&Workload>) {
+        let Some(any) = new.or(old) else { return };
+        let key = key_of(any);
+        let was_evicted = old.is_some_and(workload::is_evicted);
+        if self.cleanup_on_eviction && new.is_some_and(workload::is_evicted) && !was_evicted {
+            self.evicted.insert(key.clone());
+        }
+        self.dirty.insert(key);
+    }
+
+    fn workload_due(&mut self, key: &Key) {
+        self.dirty.insert(key.clone());
+    }
+
+    fn admission_check_changed(
+        &mut self,
+        world: &World,
+        old: Option<&AdmissionCheck>,
+        new: Option<&AdmissionCheck>,
+    ) {
+        // Old or new: a check that stops being a provisioning check leaves requests to delete.
+        if old.is_some_and(is_provisioning) || new.is_some_and(is_provisioning) {
+            let Some(ac) = new.or(old) else { return };
+            self.check_changed(world, &ac.name_any());
+        }
+    }
+
+    fn run<'a, 'w: 'a>(&'a mut self, ctx: &'a mut Ctx<'w>) -> BoxFuture<'a, Result<bool, Error>> {
+        Box::pin(self.pass(ctx))
     }
 }
 
 /// Whether an AdmissionCheck is handled here.
-pub(super) fn is_provisioning(ac: &AdmissionCheck) -> bool {
+fn is_provisioning(ac: &AdmissionCheck) -> bool {
     ac.spec.controller_name == controller_name::PROVISIONING_REQUEST
 }
 
@@ -599,15 +711,11 @@ fn workload_owner(req: &ProvisioningRequest) -> Option<&OwnerReference> {
         .find(|o| o.controller == Some(true) && o.kind == Workload::kind(&()))
 }
 
-fn owned_requests(world: &World, wl: &Workload) -> Vec<ProvisioningRequest> {
-    let ns = wl.namespace();
-    let name = wl.name_any();
-    world
-        .provisioning_requests
-        .values()
-        .filter(|r| r.namespace() == ns && workload_owner(r).is_some_and(|o| o.name == name))
-        .cloned()
-        .collect()
+/// How long a workload waits after an API error before its check is looked at again.
+fn retry_later(ctx: &mut Ctx<'_>, key: &Key) {
+    let now = ctx.options.clock.now();
+    let at = now.checked_add(RETRY_AFTER_ERROR).unwrap_or(now);
+    ctx.wake_at(key, at);
 }
 
 /// The request as controller owner of its PodTemplates.
@@ -621,3 +729,7 @@ fn controller_ref(req: &ProvisioningRequest) -> Option<OwnerReference> {
         block_owner_deletion: Some(true),
     })
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;
