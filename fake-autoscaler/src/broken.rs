@@ -1,6 +1,9 @@
 //! Deliberately broken autoscalers. Each variant breaks exactly one rule of the contract Kueue
 //! relies on (`shared/reference/conformance.md`), and otherwise behaves like the reference classes.
 //! They exist so that the conformance suite can prove it catches each broken rule.
+//!
+//! This module names them; how each one deviates from the reference is written in one place,
+//! the engine's hooks (`engine/broken.rs`).
 
 use serde::{Deserialize, Serialize};
 
