@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use api::kueue::PreemptionPolicy;
 
-use super::flavor::{Assignment, PendingWorkload};
+use super::common::{Assignment, PendingWorkload};
 use super::snapshot::{
     ClusterQueueSnapshot, FlavorResource, Quotas, ReservedWorkload, SimulatedUsage, Snapshot, Usage,
 };

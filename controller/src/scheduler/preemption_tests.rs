@@ -2,7 +2,8 @@ use api::kueue::PreemptionPolicy::{self, Any, LowerOrNewerEqualPriority, LowerPr
 use rstest::rstest;
 
 use super::*;
-use crate::scheduler::flavor::{Mode, assign_flavors};
+use crate::scheduler::common::Mode;
+use crate::scheduler::flavor::assign_flavors;
 use crate::scheduler::snapshot::ReservedWorkload;
 use crate::scheduler::test_support::{cq, flavor_quotas, pending_cpu, quota, reserved, snapshot};
 

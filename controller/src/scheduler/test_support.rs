@@ -8,7 +8,7 @@ use api::kueue::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::flavor::{PendingWorkload, PodSetRequest};
+use super::common::{PendingWorkload, PodSetRequest};
 use super::snapshot::{ClusterQueueSnapshot, ReservedWorkload, Snapshot, Usage};
 
 /// A small quantity parser for tests: an integer with an optional `m`, `k`, `M`, `G`, `Ki`, `Mi`
