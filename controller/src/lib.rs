@@ -17,7 +17,6 @@
 //! ```
 
 pub mod admissionchecks;
-pub mod clock;
 pub mod config;
 pub mod error;
 pub mod events;
@@ -40,28 +39,7 @@ pub mod writer;
 
 mod reconcile;
 
-use std::path::Path;
-
-pub use clock::Clock;
 pub use manager::Options;
-
-/// A client for the kubeconfig at `path` (or the default one), optionally with another context.
-pub async fn connect(
-    path: Option<&Path>,
-    context: Option<&str>,
-) -> Result<kube::Client, anyhow::Error> {
-    let options = kube::config::KubeConfigOptions {
-        context: context.map(str::to_owned),
-        ..Default::default()
-    };
-    let config = match path {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &options).await?
-        }
-        None if context.is_some() => kube::Config::from_kubeconfig(&options).await?,
-        None => kube::Config::infer().await?,
-    };
-    Ok(kube::Client::try_from(config)?)
-}
+// The clock and connecting live in `support`, below every Tollgate crate; these paths stay for
+// the controller's users.
+pub use support::{Clock, clock, connect};

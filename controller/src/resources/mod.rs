@@ -39,14 +39,12 @@
 //! assert_eq!(format_units(accelerator, units), "10G");
 //! ```
 
-mod node;
 mod pod;
-mod quantity;
 mod transform;
 
-pub use node::{requirement_matches, tolerates};
-pub use pod::{PodSetRequests, pod_requests, podset_requests};
-pub use quantity::{
+pub use pod::{PodSetRequests, podset_requests};
+pub use support::pod::{pod_requests, requirement_matches, tolerates};
+pub use support::quantity::{
     Amount, QuantityError, QuantityErrorKind, QuantityFieldError, Requests, add_requests,
     format_units, is_binary_resource, quantity, scale_requests, to_quantities, to_units,
 };
@@ -54,7 +52,5 @@ pub use transform::Transformer;
 
 #[cfg(test)]
 mod pod_tests;
-#[cfg(test)]
-mod quantity_tests;
 #[cfg(test)]
 mod transform_tests;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use api::config::{Resources, TransformationStrategy};
 
-use super::quantity::{Amount, QuantityFieldError};
+use support::quantity::{Amount, QuantityFieldError};
 
 /// The configured `resources.excludeResourcePrefixes` and `resources.transformations`, ready to
 /// apply to a pod's requests. The default excludes and transforms nothing.

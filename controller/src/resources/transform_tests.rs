@@ -7,8 +7,8 @@ use api::config::{ResourceTransformation, Resources, TransformationStrategy};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use rstest::rstest;
 
-use super::quantity::{Amount, to_units};
 use super::transform::Transformer;
+use support::quantity::{Amount, to_units};
 
 use TransformationStrategy::{Replace, Retain};
 

@@ -1,5 +1,5 @@
 //! Node matching as kube-scheduler's predicates do it: taints against tolerations, node selector
-//! requirements against labels. Shared by flavor assignment and the fake autoscaler's simulation.
+//! requirements against labels.
 
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use rstest::rstest;
 
-use super::quantity::{
+use crate::quantity::{
     Amount, QuantityErrorKind, Requests, add_requests, format_units, quantity, scale_requests,
     to_quantities, to_units,
 };

@@ -1,4 +1,4 @@
-//! The controller's clock: wall time anchored to tokio's clock.
+//! Wall time anchored to tokio's clock.
 //!
 //! Against a real cluster this is the system time. In an embedded world the anchor is the fake API
 //! server's, and tokio's clock is paused, so condition timestamps, backoffs and requeue times follow

@@ -1,0 +1,20 @@
+//! Tollgate's lowest layer: what the controller, the fake autoscaler, conformance and e2e all need
+//! and none of them owns. It depends on no Tollgate crate, so any of them can depend on it.
+//!
+//! - [`clock`]: wall time anchored to tokio's clock, so virtual time reaches timestamps.
+//! - [`connect`]: a client for a kubeconfig.
+//! - [`quantity`]: exact Kubernetes quantities and Kueue's scheduler units.
+//! - [`pod`]: a pod's effective requests and kube-scheduler's node predicates.
+//! - [`mirror`]: one kind's objects as a watch delivers them, re-lists included.
+
+pub mod clock;
+mod kubeconfig;
+pub mod mirror;
+pub mod pod;
+pub mod quantity;
+
+pub use clock::Clock;
+pub use kubeconfig::connect;
+
+#[cfg(test)]
+mod quantity_tests;
