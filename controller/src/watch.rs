@@ -12,7 +12,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Client, Resource};
 
 use crate::lean;
-use crate::state::Objects;
+use support::mirror::Mirror;
 
 /// A watch event of some kind, as its watch delivers it.
 pub type AnyEvent = Box<dyn Any + Send>;
@@ -71,7 +71,7 @@ pub use crate::state::Changed;
 
 /// If `event` is an `Event<K>`, applies it to `mirror` and returns what changed; otherwise hands
 /// the event back for the next kind to try.
-pub fn take<K>(mirror: &mut Objects<K>, event: AnyEvent) -> Result<Vec<Changed<K>>, AnyEvent>
+pub fn take<K>(mirror: &mut Mirror<K>, event: AnyEvent) -> Result<Vec<Changed<K>>, AnyEvent>
 where
     K: Resource + Clone + Send + 'static,
 {

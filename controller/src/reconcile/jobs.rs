@@ -1,7 +1,7 @@
 //! The batch/v1 Job pass: each managed Job gets a Workload, runs only while it is admitted, and
 //! finishes it when it completes. The decisions are in [`crate::jobs`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use api::constants::{finalizer, workload_condition as cond, workload_reason as reason};
 use api::kueue::{Workload, WorkloadSpec, WorkloadStatus};
@@ -12,17 +12,26 @@ use kube::ResourceExt;
 use super::Reconciler;
 use crate::error::Error;
 use crate::jobs;
-use crate::state::World;
+use crate::state::{Key, World};
 use crate::workload::{self, lifecycle};
 use crate::writer::Written;
 
 /// The label Kueue puts on a job's Workload with the job's uid.
 pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
 
+/// The job pass's state.
+#[derive(Default)]
+pub(super) struct JobsPass {
+    /// Jobs to look at again.
+    pub dirty: BTreeSet<Key>,
+    /// The workload of each job, by the job's uid.
+    pub workload_of: BTreeMap<String, Key>,
+}
+
 impl Reconciler {
     pub(super) async fn jobs_pass(&mut self, world: &mut World) -> Result<bool, Error> {
         let mut progressed = false;
-        for key in std::mem::take(&mut self.dirty_jobs) {
+        for key in std::mem::take(&mut self.jobs.dirty) {
             let Some(job) = world.jobs.get(&key).cloned() else {
                 continue;
             };
@@ -33,7 +42,8 @@ impl Reconciler {
                 continue;
             }
             let wl = self
-                .workload_of_job
+                .jobs
+                .workload_of
                 .get(&job.uid().unwrap_or_default())
                 .and_then(|k| world.workloads.get(k))
                 .cloned();

@@ -22,13 +22,12 @@ use crate::admissionchecks::{AdmissionCheckController, Ctx};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::options::Options;
-use crate::resources::Transformer;
-use crate::scheduler::cycle_backoff::CycleBackoff;
-use crate::scheduler::queue::{Entry, Queues, equivalence_hash};
-use crate::state::{Key, Objects, World, key_of};
+use crate::scheduler::queue::{Entry, equivalence_hash};
+use crate::state::{Key, World, key_of};
 use crate::watch::{AnyEvent, Watch, take, watch};
 use crate::workload;
 use crate::writer::Writer;
+use support::mirror::Mirror;
 
 /// Passes per reconcile before yielding to the watch streams again.
 const MAX_ROUNDS: usize = 64;
@@ -37,70 +36,34 @@ const MAX_ROUNDS: usize = 64;
 /// write: Kueue's `UpdatesBatchPeriod`. Changes to the queues themselves are written at once.
 const STATUS_BATCH_PERIOD: jiff::SignedDuration = jiff::SignedDuration::from_secs(1);
 
+/// The core controllers' loop state: each pass's own, plus what they share (the writer, the
+/// options, workload timers). The admission checks keep theirs in their own modules.
 pub struct Reconciler {
     writer: Writer,
     options: Options,
-    transformer: Transformer,
-    queues: Queues,
-    dirty_workloads: BTreeSet<Key>,
-    dirty_jobs: BTreeSet<Key>,
-    dirty_cluster_queues: BTreeSet<String>,
-    dirty_local_queues: BTreeSet<Key>,
-    /// Workloads to look at again at a time (backoffs).
+    /// Workloads to look at again at a time (backoffs, retries), by every pass.
     wake: BTreeMap<Key, Timestamp>,
-    /// Queue status to bring up to date at a time, after workload changes.
-    cq_status_due: BTreeMap<String, Timestamp>,
-    lq_status_due: BTreeMap<Key, Timestamp>,
-    /// Unfinished workloads holding quota, per ClusterQueue.
-    reserving: BTreeMap<String, BTreeSet<Key>>,
-    /// Queued workloads per LocalQueue.
-    lq_pending: BTreeMap<Key, BTreeSet<Key>>,
-    /// Workloads per LocalQueue (for status), and the LocalQueue of each workload.
-    lq_of: BTreeMap<Key, Key>,
-    /// The workload of each job, by the job's uid.
-    workload_of_job: BTreeMap<String, Key>,
-    /// ClusterQueues whose queues must be tried again.
-    requeue: BTreeSet<String>,
+    jobs: jobs::JobsPass,
+    workloads: workloads::WorkloadsPass,
+    scheduler: schedule::SchedulerPass,
+    status: queues::StatusPass,
     /// What the admission checks have not heard of yet: workload and AdmissionCheck changes,
     /// and workload timers that came due.
     for_checks: Vec<ForChecks>,
-    /// The SchedulingEquivalenceHashing gate.
-    equivalence_hashing: bool,
-    /// The scheduler loop's pause after cycles that admitted nothing, and when it ends.
-    cycle_backoff: CycleBackoff,
-    schedule_not_before: Option<Timestamp>,
-    /// What scheduling cycles rebuild their quota snapshot from.
-    snapshots: schedule::SnapshotCache,
 }
 
 impl Reconciler {
     pub fn new(writer: Writer, options: Options) -> Self {
-        // The configuration was validated at load, transformations included.
-        let transformer = Transformer::new(options.config.resources.as_ref()).unwrap_or_default();
-        let equivalence_hashing =
-            crate::config::gate(&options.config, "SchedulingEquivalenceHashing");
+        let scheduler = schedule::SchedulerPass::new(&options);
         Reconciler {
             writer,
             options,
-            transformer,
-            queues: Queues::default(),
-            dirty_workloads: BTreeSet::new(),
-            dirty_jobs: BTreeSet::new(),
-            dirty_cluster_queues: BTreeSet::new(),
-            dirty_local_queues: BTreeSet::new(),
             wake: BTreeMap::new(),
-            cq_status_due: BTreeMap::new(),
-            lq_status_due: BTreeMap::new(),
-            reserving: BTreeMap::new(),
-            lq_pending: BTreeMap::new(),
-            lq_of: BTreeMap::new(),
-            workload_of_job: BTreeMap::new(),
-            requeue: BTreeSet::new(),
+            jobs: Default::default(),
+            workloads: Default::default(),
+            scheduler,
+            status: Default::default(),
             for_checks: Vec::new(),
-            equivalence_hashing,
-            cycle_backoff: CycleBackoff::default(),
-            schedule_not_before: None,
-            snapshots: schedule::SnapshotCache::default(),
         }
     }
 
@@ -111,13 +74,14 @@ impl Reconciler {
     /// When the loop must wake even if nothing changes.
     pub fn next_wake(&self) -> Option<Timestamp> {
         let status = self
-            .cq_status_due
+            .status
+            .cq_due
             .values()
-            .chain(self.lq_status_due.values());
+            .chain(self.status.lq_due.values());
         self.wake
             .values()
             .chain(status)
-            .chain(self.schedule_not_before.as_ref())
+            .chain(self.scheduler.not_before.as_ref())
             .min()
             .copied()
     }
@@ -133,7 +97,7 @@ impl Reconciler {
             .collect();
         for key in due {
             self.wake.remove(&key);
-            self.dirty_workloads.insert(key.clone());
+            self.workloads.dirty.insert(key.clone());
             self.for_checks.push(ForChecks::Due(key));
         }
         let due = |map: &mut BTreeMap<String, Timestamp>| {
@@ -143,9 +107,12 @@ impl Reconciler {
             *map = later;
             due.into_keys().collect::<Vec<String>>()
         };
-        self.dirty_cluster_queues
-            .extend(due(&mut self.cq_status_due));
-        self.dirty_local_queues.extend(due(&mut self.lq_status_due));
+        self.status
+            .dirty_cluster_queues
+            .extend(due(&mut self.status.cq_due));
+        self.status
+            .dirty_local_queues
+            .extend(due(&mut self.status.lq_due));
     }
 
     /// Queue status after a workload change: written once the batch period has passed.
@@ -157,10 +124,10 @@ impl Reconciler {
             .saturating_add(STATUS_BATCH_PERIOD)
             .unwrap_or_else(|_| self.options.clock.now());
         if let Some(cq) = cq {
-            self.cq_status_due.entry(cq).or_insert(at);
+            self.status.cq_due.entry(cq).or_insert(at);
         }
         if let Some(lq) = lq {
-            self.lq_status_due.entry(lq).or_insert(at);
+            self.status.lq_due.entry(lq).or_insert(at);
         }
     }
 
@@ -232,7 +199,7 @@ impl Reconciler {
         &mut self,
         world: &mut World,
         event: AnyEvent,
-        objects: fn(&mut World) -> &mut Objects<K>,
+        objects: fn(&mut World) -> &mut Mirror<K>,
         changed: Handler<K>,
     ) -> Option<AnyEvent> {
         match take(objects(world), event) {
@@ -274,9 +241,10 @@ impl Reconciler {
         _new: Option<&Arc<ResourceFlavor>>,
     ) {
         // Flavors affect every queue: whether it is active, and its taints and labels.
-        self.requeue.insert(String::new());
-        self.snapshots.forget_queues();
-        self.dirty_cluster_queues
+        self.scheduler.requeue.insert(String::new());
+        self.scheduler.snapshots.forget_queues();
+        self.status
+            .dirty_cluster_queues
             .extend(world.cluster_queues.keys().cloned());
         self.dirty_local_queues_of(world, None);
     }
@@ -291,21 +259,23 @@ impl Reconciler {
         let new = new.map(Arc::as_ref);
         let Some(cq) = new.or(old) else { return };
         let name = cq.name_any();
-        self.dirty_cluster_queues.insert(name.clone());
+        self.status.dirty_cluster_queues.insert(name.clone());
         if let Some(new) = new {
-            self.queues.set_strategy(&name, new.spec.queueing_strategy);
+            self.scheduler
+                .queues
+                .set_strategy(&name, new.spec.queueing_strategy);
         }
         let spec_changed = old.map(|o| &o.spec) != new.map(|n| &n.spec)
             || old.map(|o| o.metadata.deletion_timestamp.is_some())
                 != new.map(|n| n.metadata.deletion_timestamp.is_some());
         if spec_changed {
-            self.snapshots.forget_queues();
-            self.requeue.insert(name.clone());
-            self.requeue.extend(self.cohort_of(world, &name));
+            self.scheduler.snapshots.forget_queues();
+            self.scheduler.requeue.insert(name.clone());
+            self.scheduler.requeue.extend(self.cohort_of(world, &name));
             // Queue membership, checks and blockers of every workload of this queue may change.
             self.dirty_local_queues_of(world, Some(&name));
-            if let Some(keys) = self.reserving.get(&name) {
-                self.dirty_workloads.extend(keys.iter().cloned());
+            if let Some(keys) = self.scheduler.reserving.get(&name) {
+                self.workloads.dirty.extend(keys.iter().cloned());
             }
         }
     }
@@ -320,7 +290,7 @@ impl Reconciler {
         let new = new.map(Arc::as_ref);
         let Some(lq) = new.or(old) else { return };
         let key = key_of(lq);
-        self.dirty_local_queues.insert(key.clone());
+        self.status.dirty_local_queues.insert(key.clone());
         if old.map(|o| &o.spec) != new.map(|n| &n.spec) {
             self.dirty_workloads_of(world, &BTreeSet::from([key]));
         }
@@ -334,7 +304,7 @@ impl Reconciler {
             .filter(|(_, lq)| cq.is_none_or(|cq| lq.spec.cluster_queue == cq))
             .map(|(k, _)| k.clone())
             .collect();
-        self.dirty_local_queues.extend(lqs.iter().cloned());
+        self.status.dirty_local_queues.extend(lqs.iter().cloned());
         self.dirty_workloads_of(world, &lqs);
     }
 
@@ -348,7 +318,7 @@ impl Reconciler {
                 continue;
             };
             if lqs.contains(&format!("{ns}/{q}")) {
-                self.dirty_workloads.insert(key.clone());
+                self.workloads.dirty.insert(key.clone());
             }
         }
     }
@@ -372,8 +342,8 @@ impl Reconciler {
             .map(|cq| cq.name_any())
             .collect();
         for cq in users {
-            self.dirty_cluster_queues.insert(cq.clone());
-            self.requeue.insert(cq.clone());
+            self.status.dirty_cluster_queues.insert(cq.clone());
+            self.scheduler.requeue.insert(cq.clone());
             // Whether the queue is active may have changed, and with it where its workloads wait.
             self.dirty_local_queues_of(world, Some(&cq));
         }
@@ -390,18 +360,18 @@ impl Reconciler {
         let new = new.map(Arc::as_ref);
         let Some(any) = new.or(old) else { return };
         let key = key_of(any);
-        self.dirty_workloads.insert(key.clone());
+        self.workloads.dirty.insert(key.clone());
         self.for_checks.push(ForChecks::Workload(old_arc, new_arc));
         // Which job owns it.
         for wl in [old, new].into_iter().flatten() {
             if let Some(owner) = job_owner(wl) {
                 if new.is_some() {
-                    self.workload_of_job.insert(owner.uid.clone(), key.clone());
+                    self.jobs.workload_of.insert(owner.uid.clone(), key.clone());
                 } else {
-                    self.workload_of_job.remove(&owner.uid);
+                    self.jobs.workload_of.remove(&owner.uid);
                 }
                 if let Some(ns) = wl.namespace() {
-                    self.dirty_jobs.insert(format!("{ns}/{}", owner.name));
+                    self.jobs.dirty.insert(format!("{ns}/{}", owner.name));
                 }
             }
         }
@@ -414,27 +384,31 @@ impl Reconciler {
         // Quota held.
         let holds =
             |wl: &Workload| workload::has_quota_reservation(wl) && !workload::is_finished(wl);
-        for set in self.reserving.values_mut() {
+        for set in self.scheduler.reserving.values_mut() {
             set.remove(&key);
         }
         if let Some(wl) = new.filter(|wl| holds(wl))
             && let Some(cq) = world.cluster_queue_name_of(wl)
         {
-            self.reserving.entry(cq).or_default().insert(key.clone());
+            self.scheduler
+                .reserving
+                .entry(cq)
+                .or_default()
+                .insert(key.clone());
         }
         if let Some(wl) = old.filter(|wl| holds(wl))
             && !new.is_some_and(holds)
             && let Some(cq) = world.cluster_queue_name_of(wl)
         {
-            self.requeue.extend(self.cohort_of(world, &cq));
+            self.scheduler.requeue.extend(self.cohort_of(world, &cq));
         }
         self.place(world, &key, new);
     }
 
     /// Puts a workload in its queue, or takes it out.
     fn place(&mut self, world: &World, key: &str, wl: Option<&Workload>) {
-        if let Some(lq) = self.lq_of.remove(key)
-            && let Some(set) = self.lq_pending.get_mut(&lq)
+        if let Some(lq) = self.scheduler.lq_of.remove(key)
+            && let Some(set) = self.scheduler.lq_pending.get_mut(&lq)
         {
             set.remove(key);
         }
@@ -460,6 +434,7 @@ impl Reconciler {
                         timestamp: workload::queue_order_time(wl),
                         key: key.to_owned(),
                         shape: self
+                            .scheduler
                             .equivalence_hashing
                             .then(|| equivalence_hash(&self.pending_workload(wl))),
                     },
@@ -468,20 +443,21 @@ impl Reconciler {
         });
         match place {
             Some((lq, place)) => {
-                self.lq_pending
+                self.scheduler
+                    .lq_pending
                     .entry(lq.clone())
                     .or_default()
                     .insert(key.to_owned());
-                self.lq_of.insert(key.to_owned(), lq);
-                self.queues.update(key, Some(place));
+                self.scheduler.lq_of.insert(key.to_owned(), lq);
+                self.scheduler.queues.update(key, Some(place));
             }
-            None => self.queues.update(key, None),
+            None => self.scheduler.queues.update(key, None),
         }
     }
 
     fn job_changed(&mut self, _world: &World, old: Option<&Arc<Job>>, new: Option<&Arc<Job>>) {
         if let Some(job) = new.or(old) {
-            self.dirty_jobs.insert(key_of(job.as_ref()));
+            self.jobs.dirty.insert(key_of(job.as_ref()));
         }
     }
 

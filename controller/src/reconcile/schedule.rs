@@ -5,14 +5,19 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use api::constants::{workload_condition as cond, workload_reason as reason};
 use api::kueue::{Admission, Workload, WorkloadStatus};
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::PodSpec;
 use kube::ResourceExt;
 
 use super::Reconciler;
 use super::workloads::queued_wait;
 use crate::error::Error;
+use crate::options::Options;
 use crate::resources;
+use crate::resources::Transformer;
+use crate::scheduler::cycle_backoff::CycleBackoff;
 use crate::scheduler::queue::Parked;
+use crate::scheduler::queue::Queues;
 use crate::scheduler::{
     Assignment, ClusterQueueSnapshot, Mode, PendingWorkload, PodSetRequest, ReservedWorkload,
     Snapshot, Target, find_targets, preemption_message,
@@ -21,35 +26,83 @@ use crate::state::{Key, World};
 use crate::workload::{self, checks, conditions, lifecycle};
 use crate::writer::Written;
 
+/// The scheduler's state between cycles.
+pub(super) struct SchedulerPass {
+    /// Resource transformations, from the configuration.
+    pub transformer: Transformer,
+    pub queues: Queues,
+    /// ClusterQueues whose queues must be tried again ("" for all).
+    pub requeue: BTreeSet<String>,
+    /// Queued workloads per LocalQueue.
+    pub lq_pending: BTreeMap<Key, BTreeSet<Key>>,
+    /// The LocalQueue each queued workload waits in.
+    pub lq_of: BTreeMap<Key, Key>,
+    /// Unfinished workloads holding quota, per ClusterQueue.
+    pub reserving: BTreeMap<String, BTreeSet<Key>>,
+    /// The SchedulingEquivalenceHashing gate.
+    pub equivalence_hashing: bool,
+    /// The scheduler loop's pause after cycles that admitted nothing, and when it ends.
+    pub cycle_backoff: CycleBackoff,
+    pub not_before: Option<Timestamp>,
+    /// What scheduling cycles rebuild their quota snapshot from.
+    pub snapshots: SnapshotCache,
+}
+
+impl SchedulerPass {
+    pub fn new(options: &Options) -> Self {
+        // The configuration was validated at load, transformations included.
+        let transformer = Transformer::new(options.config.resources.as_ref()).unwrap_or_default();
+        SchedulerPass {
+            transformer,
+            queues: Queues::default(),
+            requeue: BTreeSet::new(),
+            lq_pending: BTreeMap::new(),
+            lq_of: BTreeMap::new(),
+            reserving: BTreeMap::new(),
+            equivalence_hashing: crate::config::gate(
+                &options.config,
+                "SchedulingEquivalenceHashing",
+            ),
+            cycle_backoff: CycleBackoff::default(),
+            not_before: None,
+            snapshots: SnapshotCache::default(),
+        }
+    }
+}
+
 impl Reconciler {
     pub(super) async fn schedule(&mut self, world: &mut World) -> Result<bool, Error> {
         let now = self.options.clock.now();
-        if self.schedule_not_before.is_some_and(|t| now < t) {
+        if self.scheduler.not_before.is_some_and(|t| now < t) {
             return Ok(false);
         }
-        self.schedule_not_before = None;
-        let requeue = std::mem::take(&mut self.requeue);
+        self.scheduler.not_before = None;
+        let requeue = std::mem::take(&mut self.scheduler.requeue);
         if requeue.contains("") {
             let all: Vec<String> = world.cluster_queues.keys().cloned().collect();
-            self.queues.requeue(all.iter().map(String::as_str));
+            self.scheduler
+                .queues
+                .requeue(all.iter().map(String::as_str));
         } else {
-            self.queues.requeue(requeue.iter().map(String::as_str));
+            self.scheduler
+                .queues
+                .requeue(requeue.iter().map(String::as_str));
         }
         let mut progressed = false;
         let mut snapshot: Option<Snapshot> = None;
         loop {
-            let heads = self.queues.heads();
+            let heads = self.scheduler.queues.heads();
             if heads.is_empty() {
                 break;
             }
-            let (cache, reserving) = (&mut self.snapshots, &self.reserving);
+            let (cache, reserving) = (&mut self.scheduler.snapshots, &self.scheduler.reserving);
             let snap = snapshot.get_or_insert_with(|| cache.build(world, reserving));
             // Order the heads as Kueue does: those within nominal quota first, then priority,
             // then age.
             let mut entries = vec![];
             for (cq, entry) in heads {
                 let Some(wl) = world.workloads.get_shared(&entry.key) else {
-                    self.queues.remove(&entry.key);
+                    self.scheduler.queues.remove(&entry.key);
                     continue;
                 };
                 let pending = self.pending_workload(&wl);
@@ -73,11 +126,11 @@ impl Reconciler {
                     Mode::Fit => {
                         if let Some(reserved) = self.reserve(world, &cq, &wl, &assignment).await? {
                             snap.add_workload(&cq, reserved);
-                            self.queues.admitted(&entry.key);
+                            self.scheduler.queues.admitted(&entry.key);
                             progressed = true;
                             admitted = true;
                         } else {
-                            self.queues.park(&cq, entry, Parked::Other);
+                            self.scheduler.queues.park(&cq, entry, Parked::Other);
                         }
                     }
                     Mode::Preempt => {
@@ -115,20 +168,20 @@ impl Reconciler {
                         progressed |= self
                             .still_pending(world, &wl, reason::WAITING_FOR_QUOTA, &message)
                             .await?;
-                        self.queues.park(&cq, entry, why);
+                        self.scheduler.queues.park(&cq, entry, why);
                     }
                     Mode::NoFit => {
                         let why = no_fit_reason(&assignment);
                         progressed |= self
                             .still_pending(world, &wl, why, &assignment.message())
                             .await?;
-                        self.queues.park(&cq, entry, Parked::NoFit);
+                        self.scheduler.queues.park(&cq, entry, Parked::NoFit);
                     }
                 }
             }
-            let pause = self.cycle_backoff.after_cycle(admitted);
+            let pause = self.scheduler.cycle_backoff.after_cycle(admitted);
             if !pause.is_zero() {
-                self.schedule_not_before = now.checked_add(pause).ok();
+                self.scheduler.not_before = now.checked_add(pause).ok();
                 break;
             }
         }
@@ -143,9 +196,10 @@ impl Reconciler {
             .iter()
             .map(|ps| {
                 let spec = pod_spec(ps);
-                let per_pod = resources::podset_requests(spec, ps.count, &self.transformer)
-                    .map(|r| r.per_pod)
-                    .unwrap_or_default();
+                let per_pod =
+                    resources::podset_requests(spec, ps.count, &self.scheduler.transformer)
+                        .map(|r| r.per_pod)
+                        .unwrap_or_default();
                 let affinity = spec
                     .affinity
                     .as_ref()
@@ -407,9 +461,10 @@ impl Reconciler {
             .iter()
             .map(|ps| {
                 let spec = pod_spec(ps);
-                let resources = resources::podset_requests(spec, ps.count, &self.transformer)
-                    .map(|r| r.to_quantities())
-                    .unwrap_or_default();
+                let resources =
+                    resources::podset_requests(spec, ps.count, &self.scheduler.transformer)
+                        .map(|r| r.to_quantities())
+                        .unwrap_or_default();
                 api::kueue::PodSetRequest {
                     name: ps.name.clone(),
                     resources,

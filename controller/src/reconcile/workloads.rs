@@ -9,9 +9,16 @@ use crate::state::World;
 use crate::workload::{self, conditions, lifecycle};
 use crate::writer::Written;
 
+/// The workload pass's state.
+#[derive(Default)]
+pub(super) struct WorkloadsPass {
+    /// Workloads to take one lifecycle step again.
+    pub dirty: std::collections::BTreeSet<crate::state::Key>,
+}
+
 impl Reconciler {
     pub(super) async fn workloads_pass(&mut self, world: &mut World) -> Result<bool, Error> {
-        let dirty = std::mem::take(&mut self.dirty_workloads);
+        let dirty = std::mem::take(&mut self.workloads.dirty);
         let mut progressed = false;
         for key in dirty {
             let Some(wl) = world.workloads.get_shared(&key) else {

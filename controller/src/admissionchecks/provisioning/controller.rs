@@ -23,20 +23,21 @@ use super::{active, names, request, state};
 use crate::admissionchecks::{AdmissionCheckController, Ctx};
 use crate::error::Error;
 use crate::options::Options;
-use crate::state::{Key, Objects, World, key_of};
+use crate::state::{Key, World, key_of};
 use crate::watch::{AnyEvent, Watch, take, watch};
 use crate::workload;
 use crate::writer::Written;
+use support::mirror::Mirror;
 
 /// How long a workload waits after an API error before its check is looked at again.
 const RETRY_AFTER_ERROR: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The ProvisioningRequest check's controller: its own objects, and what to look at again.
 pub struct Controller {
-    requests: Objects<ProvisioningRequest>,
-    configs: Objects<ProvisioningRequestConfig>,
+    requests: Mirror<ProvisioningRequest>,
+    configs: Mirror<ProvisioningRequestConfig>,
     /// Only the PodTemplates Kueue manages (label `kueue.x-k8s.io/managed: "true"`).
-    templates: Objects<PodTemplate>,
+    templates: Mirror<PodTemplate>,
     /// Workloads whose checks need another look.
     dirty: BTreeSet<Key>,
     /// Provisioning AdmissionChecks whose `Active` condition needs another look.
@@ -50,9 +51,9 @@ pub struct Controller {
 impl Controller {
     pub fn new(options: &Options) -> Self {
         Controller {
-            requests: Objects::default(),
-            configs: Objects::default(),
-            templates: Objects::default(),
+            requests: Mirror::default(),
+            configs: Mirror::default(),
+            templates: Mirror::default(),
             dirty: BTreeSet::new(),
             dirty_checks: BTreeSet::new(),
             evicted: BTreeSet::new(),
