@@ -138,6 +138,9 @@ pub struct WorkloadStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 18), extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"]))]
     pub resource_requests: Vec<PodSetRequest>,
+    /// Counters of the workload's evictions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling_stats: Option<SchedulingStats>,
     /// MultiKueue: the worker clusters the workload is currently dispatched to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 20), extend("x-kubernetes-list-type" = "atomic"))]
@@ -273,6 +276,31 @@ pub struct RequeueState {
     /// The workload is not queued again before this time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requeue_at: Option<Time>,
+}
+
+/// Scheduling statistics of a workload.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulingStats {
+    /// One counter per (reason, underlyingCause), in the order each was first seen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256), extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["reason", "underlyingCause"]))]
+    pub evictions: Vec<WorkloadSchedulingStatsEviction>,
+}
+
+/// How many times the workload was evicted for one reason and underlying cause.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadSchedulingStatsEviction {
+    /// The eviction's reason: Preempted, AdmissionCheck, Deactivated, PodsReadyTimeout, ...
+    #[schemars(length(max = 316))]
+    pub reason: String,
+    /// What lies under the reason (e.g. AdmissionCheck for Deactivated); written even when empty.
+    #[schemars(length(max = 316))]
+    pub underlying_cause: String,
+    /// Number of evictions for this reason and underlying cause.
+    #[schemars(range(min = 0))]
+    pub count: i32,
 }
 
 /// Total requests of one podset.

@@ -7,7 +7,10 @@
 //! to be woken later.
 
 use api::constants::{workload_condition as cond, workload_reason as reason};
-use api::kueue::{CheckState, ClusterQueue, LocalQueue, StopPolicy, Workload, WorkloadStatus};
+use api::kueue::{
+    CheckState, ClusterQueue, LocalQueue, SchedulingStats, StopPolicy, Workload,
+    WorkloadSchedulingStatsEviction, WorkloadStatus,
+};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -224,7 +227,7 @@ fn deactivate(status: &mut WorkloadStatus, generation: Option<i64>, now: &Time) 
     let target = conditions::find(&status.conditions, cond::DEACTIVATION_TARGET).cloned();
     let (eviction_reason, message) = match &target {
         Some(t) => (
-            format!("{}DueTo{}", reason::DEACTIVATED, t.reason),
+            format!("{}{DUE_TO}{}", reason::DEACTIVATED, t.reason),
             format!("The workload is deactivated due to {}", t.message),
         ),
         None => (
@@ -247,7 +250,8 @@ fn deactivate(status: &mut WorkloadStatus, generation: Option<i64>, now: &Time) 
     Some(Step::Status(events))
 }
 
-/// Sets Evicted and resets the admission checks, as Kueue's eviction does.
+/// Sets Evicted, resets the admission checks and counts the eviction in
+/// `status.schedulingStats.evictions`, as Kueue's eviction does.
 pub fn evict(
     status: &mut WorkloadStatus,
     generation: Option<i64>,
@@ -255,6 +259,8 @@ pub fn evict(
     eviction_reason: &str,
     message: &str,
 ) {
+    let (counted_reason, underlying_cause) = eviction_stats_key(status, eviction_reason);
+    count_eviction(status, counted_reason, &underlying_cause);
     set(
         status,
         generation,
@@ -267,6 +273,58 @@ pub fn evict(
     status.cluster_name = None;
     status.nominated_cluster_names.clear();
     checks::reset_on_eviction(&mut status.admission_checks, now);
+}
+
+/// Kueue joins a deactivation's reason and its cause: `DeactivatedDueToAdmissionCheck`.
+const DUE_TO: &str = "DueTo";
+
+/// The (reason, underlyingCause) Kueue counts an eviction under, read from the Evicted reason
+/// written for it: a deactivation with a cause is written `Deactivated` + `DueTo` + cause and
+/// counted as (`Deactivated`, cause); a PodsReady timeout is counted with the PodsReady
+/// condition's wait (`WaitForStart` or `WaitForRecovery`), as Kueue's timeout passes it;
+/// every other reason has no underlying cause.
+fn eviction_stats_key<'r>(status: &WorkloadStatus, eviction_reason: &'r str) -> (&'r str, String) {
+    if let Some(cause) = eviction_reason
+        .strip_prefix(reason::DEACTIVATED)
+        .and_then(|rest| rest.strip_prefix(DUE_TO))
+    {
+        return (reason::DEACTIVATED, cause.to_owned());
+    }
+    if eviction_reason == reason::PODS_READY_TIMEOUT {
+        let recovering = conditions::find(&status.conditions, cond::PODS_READY)
+            .is_some_and(|c| c.reason == WAIT_FOR_RECOVERY);
+        let wait = if recovering {
+            WAIT_FOR_RECOVERY
+        } else {
+            WAIT_FOR_START
+        };
+        return (eviction_reason, wait.to_owned());
+    }
+    (eviction_reason, String::new())
+}
+
+/// PodsReady=False reasons: the pods never were all ready since admission, or one failed since.
+const WAIT_FOR_START: &str = "WaitForStart";
+const WAIT_FOR_RECOVERY: &str = "WaitForRecovery";
+
+/// One more eviction for (reason, underlyingCause): its counter goes up, or a new counter is
+/// appended after the others, as Kueue's `workloadEvictionStateInc` keeps them.
+fn count_eviction(status: &mut WorkloadStatus, eviction_reason: &str, underlying_cause: &str) {
+    let evictions = &mut status
+        .scheduling_stats
+        .get_or_insert_with(SchedulingStats::default)
+        .evictions;
+    match evictions
+        .iter_mut()
+        .find(|e| e.reason == eviction_reason && e.underlying_cause == underlying_cause)
+    {
+        Some(counter) => counter.count += 1,
+        None => evictions.push(WorkloadSchedulingStatsEviction {
+            reason: eviction_reason.to_owned(),
+            underlying_cause: underlying_cause.to_owned(),
+            count: 1,
+        }),
+    }
 }
 
 /// After an eviction, once nothing runs: clears the reservation and records why the workload
@@ -483,3 +541,7 @@ pub fn set(
     c.observed_generation = generation;
     conditions::set(&mut status.conditions, c)
 }
+
+#[cfg(test)]
+#[path = "lifecycle_tests.rs"]
+mod tests;
