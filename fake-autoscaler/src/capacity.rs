@@ -9,8 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use controller::resources::{Amount, pod_requests, requirement_matches, tolerates};
 use k8s_openapi::api::core::v1::{Node, NodeSelector, PodSpec, Taint, Toleration};
+use support::pod::{pod_requests, requirement_matches, tolerates};
+use support::quantity::Amount;
 
 /// The `pods` resource: how many pods a node can run.
 pub const PODS: &str = "pods";

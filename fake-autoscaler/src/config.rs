@@ -399,7 +399,7 @@ impl Config {
                 return invalid(field("minSize"), "is larger than maxSize");
             }
             for (resource, quantity) in &group.machine {
-                if controller::resources::Amount::from_quantity(quantity).is_err() {
+                if support::quantity::Amount::from_quantity(quantity).is_err() {
                     return invalid(
                         field(&format!("machine.{resource}")),
                         &format!("`{}` is not a Kubernetes quantity", quantity.0),

@@ -14,6 +14,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
+use support::mirror::Mirror;
 
 use crate::engine::{Action, Autoscaler, Key, World};
 
@@ -42,7 +43,7 @@ enum Change {
 pub async fn run(
     client: Client,
     autoscaler: Autoscaler,
-    clock: controller::Clock,
+    clock: support::Clock,
 ) -> Result<(), RunError> {
     let mut autoscaler = autoscaler;
     let mut changes = futures::stream::select_all([
@@ -59,7 +60,7 @@ pub async fn run(
             .map(|e| e.map(|e| Change::Pod(Box::new(e))))
             .boxed(),
     ]);
-    let mut mirror = Mirror::default();
+    let mut mirrors = Mirrors::default();
     let mut wake: Option<jiff::Timestamp> = None;
     loop {
         let first = match wake {
@@ -71,19 +72,19 @@ pub async fn run(
             None => Some(changes.next().await),
         };
         if let Some(change) = first {
-            mirror.take(change)?;
+            mirrors.take(change)?;
         }
         while let Some(change) = changes.next().now_or_never() {
-            mirror.take(change)?;
+            mirrors.take(change)?;
         }
-        if !mirror.ready() {
+        if !mirrors.ready() {
             wake = None;
             continue;
         }
-        let outcome = autoscaler.step(&mirror.world, clock.now());
+        let outcome = autoscaler.step(&mirrors.world, clock.now());
         tracing::debug!(actions = outcome.actions.len(), wake = ?outcome.wake, "fake autoscaler step");
         wake = outcome.wake;
-        if !carry_out(&client, outcome.actions, &mut mirror.world).await {
+        if !carry_out(&client, outcome.actions, &mut mirrors).await {
             let retry = clock
                 .now()
                 .saturating_add(
@@ -106,25 +107,25 @@ where
         .boxed()
 }
 
-/// The world as the watches report it, with each kind's initial list applied only when complete.
+/// The world as the watches report it. One [`Mirror`] per kind owns re-lists (applied whole once
+/// complete, dropping what disappeared meanwhile) and keeps the newest version of each object;
+/// every change it reports is copied into the engine's [`World`], keyed as the engine sorts.
 #[derive(Default)]
-struct Mirror {
+struct Mirrors {
+    requests: Mirror<ProvisioningRequest>,
+    templates: Mirror<PodTemplate>,
+    nodes: Mirror<Node>,
+    pods: Mirror<Pod>,
     world: World,
-    relisting: Relisting,
-    listed: [bool; 4],
 }
 
-#[derive(Default)]
-struct Relisting {
-    requests: Option<BTreeMap<Key, ProvisioningRequest>>,
-    templates: Option<BTreeMap<Key, PodTemplate>>,
-    nodes: Option<BTreeMap<String, Node>>,
-    pods: Option<BTreeMap<Key, Pod>>,
-}
-
-impl Mirror {
+impl Mirrors {
+    /// Every watch has listed once.
     fn ready(&self) -> bool {
-        self.listed.iter().all(|l| *l)
+        self.requests.is_synced()
+            && self.templates.is_synced()
+            && self.nodes.is_synced()
+            && self.pods.is_synced()
     }
 
     fn take(&mut self, change: Option<Result<Change, watcher::Error>>) -> Result<(), RunError> {
@@ -136,68 +137,98 @@ impl Mirror {
             }
             Some(Ok(change)) => change,
         };
-        let (w, r) = (&mut self.world, &mut self.relisting);
-        let done = match change {
-            Change::Request(e) => apply(&mut w.requests, &mut r.requests, *e, namespaced_key),
-            Change::Template(e) => apply(&mut w.templates, &mut r.templates, *e, namespaced_key),
-            Change::Node(e) => apply(&mut w.nodes, &mut r.nodes, *e, |n: &Node| {
-                n.metadata.name.clone().unwrap_or_default()
-            }),
-            Change::Pod(e) => apply(&mut w.pods, &mut r.pods, *e, namespaced_key),
-        };
-        if let Some(kind) = done {
-            self.listed[kind] = true;
+        match change {
+            Change::Request(e) => self.apply(*e),
+            Change::Template(e) => self.apply(*e),
+            Change::Node(e) => self.apply(*e),
+            Change::Pod(e) => self.apply(*e),
         }
         Ok(())
     }
-}
 
-/// Applies one watch event; returns the kind's index when its initial list completed.
-fn apply<K, Id: Ord>(
-    live: &mut BTreeMap<Id, K>,
-    relist: &mut Option<BTreeMap<Id, K>>,
-    event: Event<K>,
-    key: impl Fn(&K) -> Id,
-) -> Option<usize>
-where
-    K: KindIndex,
-{
-    match event {
-        Event::Init => *relist = Some(BTreeMap::new()),
-        Event::InitApply(obj) => {
-            relist
-                .get_or_insert_with(BTreeMap::new)
-                .insert(key(&obj), obj);
-        }
-        Event::InitDone => {
-            *live = relist.take().unwrap_or_default();
-            return Some(K::INDEX);
-        }
-        Event::Apply(obj) => {
-            live.insert(key(&obj), obj);
-        }
-        Event::Delete(obj) => {
-            live.remove(&key(&obj));
+    /// Applies one event (from a watch, or standing for the autoscaler's own write) to its
+    /// kind's mirror, and what changed to the world.
+    fn apply<K: Watched>(&mut self, event: Event<K>) {
+        for (old, new) in K::mirror(self).apply_event(event) {
+            let objects = K::objects(&mut self.world);
+            match (old, new) {
+                (_, Some(new)) => {
+                    objects.insert(new.id(), new.as_ref().clone());
+                }
+                (Some(old), None) => {
+                    objects.remove(&old.id());
+                }
+                (None, None) => {}
+            }
         }
     }
-    None
+
+    /// Forgets an object the autoscaler deleted, without waiting for the watch.
+    fn forget<K: Watched>(&mut self, key: &str) {
+        if let Some(obj) = K::mirror(self).get(key).cloned() {
+            self.apply(Event::Delete(obj));
+        }
+    }
 }
 
-/// Which of the four watches a kind is.
-trait KindIndex {
-    const INDEX: usize;
+/// A kind the autoscaler watches: its mirror, and where and under which key the engine keeps it.
+trait Watched: Resource + Clone + Sized {
+    type Id: Ord;
+    fn id(&self) -> Self::Id;
+    fn mirror(mirrors: &mut Mirrors) -> &mut Mirror<Self>;
+    fn objects(world: &mut World) -> &mut BTreeMap<Self::Id, Self>;
 }
-impl KindIndex for ProvisioningRequest {
-    const INDEX: usize = 0;
+
+impl Watched for ProvisioningRequest {
+    type Id = Key;
+    fn id(&self) -> Key {
+        namespaced_key(self)
+    }
+    fn mirror(mirrors: &mut Mirrors) -> &mut Mirror<Self> {
+        &mut mirrors.requests
+    }
+    fn objects(world: &mut World) -> &mut BTreeMap<Key, Self> {
+        &mut world.requests
+    }
 }
-impl KindIndex for PodTemplate {
-    const INDEX: usize = 1;
+
+impl Watched for PodTemplate {
+    type Id = Key;
+    fn id(&self) -> Key {
+        namespaced_key(self)
+    }
+    fn mirror(mirrors: &mut Mirrors) -> &mut Mirror<Self> {
+        &mut mirrors.templates
+    }
+    fn objects(world: &mut World) -> &mut BTreeMap<Key, Self> {
+        &mut world.templates
+    }
 }
-impl KindIndex for Node {
-    const INDEX: usize = 2;
+
+impl Watched for Node {
+    type Id = String;
+    fn id(&self) -> String {
+        self.metadata.name.clone().unwrap_or_default()
+    }
+    fn mirror(mirrors: &mut Mirrors) -> &mut Mirror<Self> {
+        &mut mirrors.nodes
+    }
+    fn objects(world: &mut World) -> &mut BTreeMap<String, Self> {
+        &mut world.nodes
+    }
 }
-impl KindIndex for Pod {
-    const INDEX: usize = 3;
+
+impl Watched for Pod {
+    type Id = Key;
+    fn id(&self) -> Key {
+        namespaced_key(self)
+    }
+    fn mirror(mirrors: &mut Mirrors) -> &mut Mirror<Self> {
+        &mut mirrors.pods
+    }
+    fn objects(world: &mut World) -> &mut BTreeMap<Key, Self> {
+        &mut world.pods
+    }
 }
 
 fn namespaced_key<K: Resource>(obj: &K) -> Key {
@@ -207,10 +238,10 @@ fn namespaced_key<K: Resource>(obj: &K) -> Key {
     )
 }
 
-/// Carries out the actions in order, keeping the world in step with what was written. Returns
+/// Carries out the actions in order, keeping the mirrors in step with what was written. Returns
 /// false when the API server refused something for another reason than a conflict or a missing
 /// object (those resolve through the watches).
-async fn carry_out(client: &Client, actions: Vec<Action>, world: &mut World) -> bool {
+async fn carry_out(client: &Client, actions: Vec<Action>, mirrors: &mut Mirrors) -> bool {
     let params = PostParams {
         field_manager: Some(FIELD_MANAGER.to_string()),
         ..PostParams::default()
@@ -220,31 +251,28 @@ async fn carry_out(client: &Client, actions: Vec<Action>, world: &mut World) -> 
         let result = match action {
             Action::CreateNode(node) => {
                 let api: Api<Node> = Api::all(client.clone());
-                api.create(&params, &node).await.map(|created| {
-                    let name = created.metadata.name.clone().unwrap_or_default();
-                    world.nodes.insert(name, created);
-                })
+                api.create(&params, &node)
+                    .await
+                    .map(|created| mirrors.apply(Event::Apply(created)))
             }
             Action::DeleteNode(name) => {
                 let api: Api<Node> = Api::all(client.clone());
-                api.delete(&name, &DeleteParams::default()).await.map(|_| {
-                    world.nodes.remove(&name);
-                })
+                api.delete(&name, &DeleteParams::default())
+                    .await
+                    .map(|_| mirrors.forget::<Node>(&name))
             }
             Action::WriteStatus(request) => {
                 let key = namespaced_key(request.as_ref());
                 let api: Api<ProvisioningRequest> = Api::namespaced(client.clone(), &key.0);
                 api.replace_status(&key.1, &params, request.as_ref())
                     .await
-                    .map(|written| {
-                        world.requests.insert(key, written);
-                    })
+                    .map(|written| mirrors.apply(Event::Apply(written)))
             }
             Action::DeleteRequest(key) => {
                 let api: Api<ProvisioningRequest> = Api::namespaced(client.clone(), &key.0);
-                api.delete(&key.1, &DeleteParams::default()).await.map(|_| {
-                    world.requests.remove(&key);
-                })
+                api.delete(&key.1, &DeleteParams::default())
+                    .await
+                    .map(|_| mirrors.forget::<ProvisioningRequest>(&format!("{}/{}", key.0, key.1)))
             }
         };
         match result {
@@ -259,4 +287,88 @@ async fn carry_out(client: &Client, actions: Vec<Action>, world: &mut World) -> 
         }
     }
     ok
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn node(name: &str, rv: &str) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                uid: Some(format!("uid-{name}")),
+                resource_version: Some(rv.into()),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        }
+    }
+
+    fn world_nodes(mirrors: &Mirrors) -> Vec<(&str, &str)> {
+        mirrors
+            .world
+            .nodes
+            .iter()
+            .map(|(name, n)| {
+                let rv = n.metadata.resource_version.as_deref().unwrap_or("");
+                (name.as_str(), rv)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_engine_sees_a_kind_only_once_every_watch_has_listed_it_whole() {
+        let mut mirrors = Mirrors::default();
+        mirrors.apply(Event::<Node>::Init);
+        mirrors.apply(Event::InitApply(node("a", "1")));
+        assert!(
+            world_nodes(&mirrors).is_empty(),
+            "a list counts once complete"
+        );
+        mirrors.apply(Event::<Node>::InitDone);
+        assert_eq!(world_nodes(&mirrors), [("a", "1")]);
+        assert!(
+            !mirrors.ready(),
+            "the other three kinds have not listed yet"
+        );
+        mirrors.apply(Event::<ProvisioningRequest>::InitDone);
+        mirrors.apply(Event::<PodTemplate>::InitDone);
+        mirrors.apply(Event::<Pod>::InitDone);
+        assert!(mirrors.ready());
+    }
+
+    #[test]
+    fn a_node_gone_during_a_relist_leaves_the_engines_world() {
+        let mut mirrors = Mirrors::default();
+        for event in [
+            Event::Init,
+            Event::InitApply(node("a", "1")),
+            Event::InitApply(node("b", "2")),
+            Event::InitDone,
+        ] {
+            mirrors.apply(event);
+        }
+        // The watch restarts; `a` was deleted while it was down, `b` changed.
+        for event in [Event::Init, Event::InitApply(node("b", "5"))] {
+            mirrors.apply(event);
+        }
+        assert_eq!(world_nodes(&mirrors), [("a", "1"), ("b", "2")]);
+        mirrors.apply(Event::<Node>::InitDone);
+        assert_eq!(world_nodes(&mirrors), [("b", "5")]);
+    }
+
+    #[test]
+    fn a_late_watch_event_does_not_undo_the_autoscalers_own_write() {
+        let mut mirrors = Mirrors::default();
+        mirrors.apply(Event::Apply(node("a", "3")));
+        // What the API server answered to a write, then the watch catching up.
+        mirrors.apply(Event::Apply(node("a", "7")));
+        mirrors.apply(Event::Apply(node("a", "5")));
+        assert_eq!(world_nodes(&mirrors), [("a", "7")]);
+        mirrors.forget::<Node>("a");
+        assert!(world_nodes(&mirrors).is_empty());
+    }
 }

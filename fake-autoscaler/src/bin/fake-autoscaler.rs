@@ -51,7 +51,7 @@ async fn main() -> anyhow::Result<()> {
     if let Some(name) = &args.broken {
         config.broken = Some(fake_autoscaler::Broken::from_name(name).map_err(anyhow::Error::msg)?);
     }
-    let client = controller::connect(args.kubeconfig.as_deref(), args.context.as_deref())
+    let client = support::connect(args.kubeconfig.as_deref(), args.context.as_deref())
         .await
         .context("connecting to the API server")?;
     let classes: Vec<&str> = config.classes.iter().map(|c| c.name.as_str()).collect();
@@ -59,7 +59,7 @@ async fn main() -> anyhow::Result<()> {
     fake_autoscaler::run(
         client,
         fake_autoscaler::Autoscaler::new(config),
-        controller::Clock::system(),
+        support::Clock::system(),
     )
     .await?;
     Ok(())

@@ -113,7 +113,7 @@ impl Autoscaler {
     pub fn step(&mut self, world: &World, now: Timestamp) -> Outcome {
         let mut step = StepState {
             now,
-            time: Time(controller::clock::truncate_seconds(now)),
+            time: Time(support::clock::truncate_seconds(now)),
             actions: vec![],
             wake: None,
             sim: Sim::default(),

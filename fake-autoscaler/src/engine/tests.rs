@@ -182,7 +182,7 @@ impl Harness {
         metadata.uid = Some(format!("uid-{}", self.next_uid));
         metadata.generation = Some(1);
         metadata.resource_version = Some("1".into());
-        metadata.creation_timestamp = Some(Time(controller::clock::truncate_seconds(self.now)));
+        metadata.creation_timestamp = Some(Time(support::clock::truncate_seconds(self.now)));
         let request = ProvisioningRequest {
             metadata,
             spec: ProvisioningRequestSpec {

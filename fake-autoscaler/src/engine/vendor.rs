@@ -129,7 +129,7 @@ impl Autoscaler {
             &messages::vendor_eta(
                 plan.total(),
                 &group,
-                &controller::clock::truncate_seconds(ready_at).to_string(),
+                &support::clock::truncate_seconds(ready_at).to_string(),
             ),
         );
     }
