@@ -150,20 +150,36 @@ impl Reconciler {
                         let message = if targets.is_empty() || overlapping {
                             assignment.message()
                         } else {
+                            let (mut issued, mut failed) = (0, 0);
                             for t in &targets {
                                 preempted.insert(t.key.clone());
-                                self.preempt(world, snap, &wl, &cq, t).await?;
+                                match self.preempt(world, snap, &wl, &cq, t).await {
+                                    Ok(()) => issued += 1,
+                                    Err(e) => {
+                                        tracing::warn!(victim = %t.key, error = %e, "preemption failed");
+                                        failed += 1;
+                                    }
+                                }
                             }
-                            // As in Kueue, the victims hold their quota until it is released
-                            // and the preemptor's share is set aside on top, so nothing else
-                            // in the cohort takes the room in this cycle.
-                            snap.set_aside(&cq, &assignment.usage);
-                            progressed = true;
-                            format!(
-                                "{}. Pending the preemption of {} workload(s)",
-                                assignment.message(),
-                                targets.len()
-                            )
+                            if issued > 0 {
+                                // As in Kueue, the victims hold their quota until it is
+                                // released and the preemptor's share is set aside on top, so
+                                // nothing else in the cohort takes the room in this cycle.
+                                snap.set_aside(&cq, &assignment.usage);
+                                progressed = true;
+                                format!(
+                                    "{}. Pending the preemption of {issued} workload(s)",
+                                    assignment.message(),
+                                )
+                            } else {
+                                // Tried again at the next cycle, as Kueue requeues an entry
+                                // whose preemptions all failed (PreemptionFailed).
+                                self.scheduler.requeue.insert(cq.clone());
+                                format!(
+                                    "{}. Preempting {failed} workload(s) failed, will retry.",
+                                    assignment.message(),
+                                )
+                            }
                         };
                         progressed |= self
                             .still_pending(world, &wl, reason::WAITING_FOR_QUOTA, &message)
@@ -322,7 +338,8 @@ impl Reconciler {
         Ok(Some(reserved))
     }
 
-    /// Evicts a preemption victim.
+    /// Evicts a preemption victim. A refused write is the caller's to report; a victim changed
+    /// or gone meanwhile (409, 404) counts as preempted, and the next cycle decides again.
     async fn preempt(
         &mut self,
         world: &mut World,
@@ -330,7 +347,7 @@ impl Reconciler {
         preemptor: &Workload,
         preemptor_cq: &str,
         target: &Target,
-    ) -> Result<(), Error> {
+    ) -> Result<(), kube::Error> {
         let Some(victim) = world.workloads.get_shared(&target.key) else {
             return Ok(());
         };
