@@ -205,11 +205,7 @@ async fn clean_up(client: &kube::Client, scenario: &Scenario) {
         .steps
         .iter()
         .flat_map(|s| s.try_.iter().chain(&s.finally))
-        .filter_map(|op| match &op.action {
-            crate::scenario::load::Action::Write(w) => Some(w.objects.iter()),
-            _ => None,
-        })
-        .flatten()
+        .flat_map(|op| op.action.written())
         .collect();
     objects.reverse();
     for obj in objects {

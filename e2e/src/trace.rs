@@ -14,8 +14,7 @@ use serde_json::Value;
 
 use crate::json::{FieldChange, diff};
 use crate::scenario::duration::format_duration;
-use crate::scenario::load::KindRef;
-use crate::scenario::run::object_label;
+use crate::scenario::naming::{KindRef, object_label};
 
 /// One line of the trace.
 #[derive(Debug, Clone, PartialEq, Serialize)]

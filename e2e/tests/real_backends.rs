@@ -64,11 +64,7 @@ fn on_the_reference_control_plane(#[files("scenarios/*.yaml")] path: PathBuf) {
                 .steps
                 .iter()
                 .flat_map(|s| &s.try_)
-                .filter_map(|op| match &op.action {
-                    e2e::scenario::load::Action::Write(w) => Some(w.objects.iter()),
-                    _ => None,
-                })
-                .flatten()
+                .flat_map(|op| op.action.written())
                 .filter_map(|o| o["kind"].as_str().map(str::to_string))
                 .collect();
             for kind in scenario.trace.iter().filter(|k| written.contains(&k.kind)) {

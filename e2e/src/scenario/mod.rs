@@ -1,10 +1,17 @@
-//! Scenario files: the format (`model`), reading and checking them (`load`), and running them
-//! (`run`).
+//! Scenario files: the format (`model`), reading and checking them (`load`), the operations a
+//! step may hold (`ops`, one table), and running them (`run`).
+//!
+//! Below those: `check` (what an operation's check may use), `context` (what an operation runs
+//! with), `naming` (kinds and object labels, shared with the trace), `watches` and `duration`.
 
+pub mod check;
 pub mod components;
+pub mod context;
 pub mod duration;
 pub mod load;
 pub mod model;
+pub mod naming;
+pub mod ops;
 pub mod run;
 pub mod watches;
 

@@ -113,11 +113,9 @@ fn files_are_read_relative_to_the_scenario() {
         dir.path(),
     )
     .unwrap();
-    let e2e::scenario::load::Action::Write(w) = &s.steps[0].try_[0].action else {
-        panic!("not a write")
-    };
-    assert_eq!(w.objects.len(), 2);
-    assert_eq!(w.objects[1]["metadata"]["name"], "b");
+    let written = s.steps[0].try_[0].action.written();
+    assert_eq!(written.len(), 2);
+    assert_eq!(written[1]["metadata"]["name"], "b");
 }
 
 #[test]

@@ -1,0 +1,138 @@
+//! `assert`: objects that must exist and match (every field given must be equal; lists by
+//! position, or by key where `listKeys` or the `conditions` convention say so), within `timeout`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Check, OpResult, Operation, objects_label};
+use crate::cluster::Changes;
+use crate::json::{ListKeys, partial_match, render_diff};
+use crate::scenario::check::{Checker, DEFAULT_TIMEOUT, NameRule};
+use crate::scenario::context::{Context, to_yaml, without_noise};
+use crate::scenario::duration::{VirtualDuration, format_duration};
+use crate::scenario::naming::object_label;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Assert {
+    pub object: Option<Value>,
+    pub objects: Option<Vec<Value>>,
+    pub file: Option<String>,
+    pub timeout: Option<VirtualDuration>,
+    /// Lists matched by key instead of position: field path (`spec.podSets`) -> key field.
+    #[serde(default)]
+    pub list_keys: BTreeMap<String, String>,
+}
+
+/// `assert`, checked.
+#[derive(Debug, Clone)]
+pub struct AssertOp {
+    pub objects: Vec<Value>,
+    pub timeout: Duration,
+    pub list_keys: ListKeys,
+}
+
+impl Check for Assert {
+    type Checked = AssertOp;
+
+    fn check(self, cx: &Checker<'_>) -> Result<AssertOp, String> {
+        Ok(AssertOp {
+            objects: cx.objects(self.object, self.objects, self.file, NameRule::Optional)?,
+            timeout: self.timeout.map_or(DEFAULT_TIMEOUT, |d| d.0),
+            list_keys: self.list_keys,
+        })
+    }
+}
+
+impl Operation for AssertOp {
+    fn verb(&self) -> &'static str {
+        "assert"
+    }
+
+    fn describe(&self) -> String {
+        format!("assert {}", objects_label(&self.objects))
+    }
+
+    fn run<'a>(&'a self, cx: &'a mut Context<'_>) -> BoxFuture<'a, OpResult> {
+        Box::pin(self.assert(cx))
+    }
+
+    fn objects(&self) -> &[Value] {
+        &self.objects
+    }
+
+    fn wait(&self) -> Option<(&'static str, Duration)> {
+        Some(("waits", self.timeout))
+    }
+}
+
+impl AssertOp {
+    async fn assert(&self, cx: &mut Context<'_>) -> OpResult {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let mut changes = Changes::new(cx.cluster.as_ref());
+        loop {
+            changes.mark();
+            let mut problems = Vec::new();
+            for expected in &self.objects {
+                if let Err(p) = matches(cx, expected, &self.list_keys).await {
+                    problems.push(p);
+                }
+            }
+            if problems.is_empty() {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "not matched within {}:\n{}",
+                    format_duration(self.timeout),
+                    problems.join("\n")
+                ));
+            }
+            changes.wait(deadline).await;
+        }
+    }
+}
+
+/// Whether an object matching `expected` exists; if not, what the cluster held instead.
+async fn matches(cx: &mut Context<'_>, expected: &Value, keys: &ListKeys) -> Result<(), String> {
+    let (expected, candidates) = cx.find(expected).await?;
+    if candidates.is_empty() {
+        let label = object_label(&expected);
+        return Err(match expected["metadata"]["name"].as_str() {
+            Some(_) => format!("{label}: not found"),
+            None => format!("{label}: there are none"),
+        });
+    }
+    // The closest candidate explains the failure best.
+    let mut best: Option<(usize, &Value, Vec<String>)> = None;
+    for actual in &candidates {
+        let mismatches = partial_match(&expected, actual, keys);
+        if mismatches.is_empty() {
+            return Ok(());
+        }
+        if best.as_ref().is_none_or(|(n, ..)| mismatches.len() < *n) {
+            let lines = mismatches.iter().map(|m| m.to_string()).collect();
+            best = Some((mismatches.len(), actual, lines));
+        }
+    }
+    let Some((_, actual, lines)) = best else {
+        return Err(format!("{}: no candidates", object_label(&expected)));
+    };
+    let mut out = format!("{}:\n", object_label(actual));
+    for l in lines {
+        out.push_str(&format!("  {l}\n"));
+    }
+    out.push_str("  diff (- expected, + found):\n");
+    for l in render_diff(&expected, actual, keys).lines() {
+        out.push_str(&format!("    {l}\n"));
+    }
+    out.push_str("  the cluster held:\n");
+    for l in to_yaml(&without_noise(actual)).lines() {
+        out.push_str(&format!("    {l}\n"));
+    }
+    Err(out.trim_end().to_string())
+}
