@@ -9,6 +9,9 @@
 //!
 //! With `{pods: true}` it also plays the scheduler ([`super::pods`]): a Job's pods are created on
 //! the Nodes that can take them, and the Job starts only once all of them have a node.
+//!
+//! What it watches it keeps in [`Mirror`]s, so a re-list after its watch was down drops the objects
+//! deleted meanwhile: a Job gone stops running, and a Pod gone frees its node.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,6 +27,7 @@ use kube::api::{Api, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
+use support::mirror::{Mirror, key_of};
 
 use super::pods;
 use crate::env::{Component, ComponentContext};
@@ -110,7 +114,7 @@ async fn run(
     default_duration: Duration,
     with_pods: bool,
 ) -> Result<(), String> {
-    let clock = controller::Clock::anchored(ctx.start_wall, ctx.start);
+    let clock = support::Clock::anchored(ctx.start_wall, ctx.start);
     let watch = |client: &kube::Client| {
         let jobs = watcher::watcher(Api::<Job>::all(client.clone()), watcher::Config::default())
             .default_backoff()
@@ -134,7 +138,7 @@ async fn run(
         futures::stream::select_all(streams)
     };
     let mut events = watch(&ctx.client);
-    let mut jobs: BTreeMap<String, Job> = BTreeMap::new();
+    let mut jobs: Mirror<Job> = Mirror::default();
     let mut cluster = pods::Cluster::default();
     // When each running job ends.
     let mut ends: BTreeMap<String, tokio::time::Instant> = BTreeMap::new();
@@ -151,7 +155,7 @@ async fn run(
         let mut changed: Vec<String> = vec![];
         let mut capacity_changed = false;
         let mut take = |e: Option<Result<Change, watcher::Error>>,
-                        jobs: &mut BTreeMap<String, Job>,
+                        jobs: &mut Mirror<Job>,
                         cluster: &mut pods::Cluster|
          -> Result<(), String> {
             let change = match e {
@@ -163,39 +167,15 @@ async fn run(
                 Some(Ok(change)) => change,
             };
             match change {
-                Change::Job(e) => match *e {
-                    Event::Apply(job) | Event::InitApply(job) => {
-                        let key = key(&job);
-                        changed.push(key.clone());
-                        jobs.insert(key, job);
+                Change::Job(e) => {
+                    // What changed only: a late or echoed version is no news, and a Job gone
+                    // during a re-list is reported so that its end is forgotten.
+                    for (old, new) in jobs.apply_event(*e) {
+                        changed.extend(new.or(old).map(|job| key_of(job.as_ref())));
                     }
-                    Event::Delete(job) => {
-                        jobs.remove(&key(&job));
-                    }
-                    _ => {}
-                },
-                Change::Node(e) => match *e {
-                    Event::Apply(n) | Event::InitApply(n) => {
-                        capacity_changed = true;
-                        cluster.nodes.insert(n.name_any(), n);
-                    }
-                    Event::Delete(n) => {
-                        capacity_changed = true;
-                        cluster.nodes.remove(&n.name_any());
-                    }
-                    _ => {}
-                },
-                Change::Pod(e) => match *e {
-                    Event::Apply(p) | Event::InitApply(p) => {
-                        capacity_changed = true;
-                        cluster.pods.insert(pod_key(&p), p);
-                    }
-                    Event::Delete(p) => {
-                        capacity_changed = true;
-                        cluster.pods.remove(&pod_key(&p));
-                    }
-                    _ => {}
-                },
+                }
+                Change::Node(e) => capacity_changed |= apply_room(&mut cluster.nodes, *e),
+                Change::Pod(e) => capacity_changed |= apply_room(&mut cluster.pods, *e),
             }
             Ok(())
         };
@@ -252,7 +232,7 @@ async fn run(
                         .await
                     {
                         Ok(new) => {
-                            jobs.insert(key.clone(), new.clone());
+                            jobs.apply(new.clone());
                             if with_pods && let Some(phase) = ended(&new) {
                                 pods::finish(&ctx.client, &new, phase, &mut cluster).await?;
                             }
@@ -268,6 +248,16 @@ async fn run(
             }
         }
     }
+}
+
+/// Applies a node or pod event; returns whether the room for Jobs' pods may have changed. Every
+/// live event counts, even the echo of the runner's own pod writes: that echo is how the room a
+/// finished Job freed reaches the Jobs waiting for it. A re-list counts once done, if it changed
+/// anything.
+fn apply_room<K: kube::Resource + Clone>(mirror: &mut Mirror<K>, event: Event<K>) -> bool {
+    let live = matches!(event, Event::Apply(_) | Event::Delete(_));
+    let changed = !mirror.apply_event(event).is_empty();
+    live || changed
 }
 
 fn suspended(job: &Job) -> bool {
@@ -297,14 +287,6 @@ fn ended(job: &Job) -> Option<&'static str> {
     }
 }
 
-fn pod_key(pod: &Pod) -> String {
-    format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any())
-}
-
-fn key(job: &Job) -> String {
-    format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any())
-}
-
 enum Next {
     Nothing,
     EndAt(Timestamp),
@@ -324,7 +306,7 @@ fn next_status(job: &Job, now: Timestamp, default_duration: Duration) -> Next {
     }
     let spec = job.spec.clone().unwrap_or_default();
     let pods = spec.parallelism.unwrap_or(1);
-    let t = Time(controller::clock::truncate_seconds(now));
+    let t = Time(support::clock::truncate_seconds(now));
     if spec.suspend.unwrap_or(false) {
         if status.active.unwrap_or(0) == 0 && status.start_time.is_none() {
             return Next::Nothing;
@@ -451,3 +433,7 @@ fn set_condition(
         None => conds.push(new),
     }
 }
+
+#[cfg(test)]
+#[path = "job_runner_tests.rs"]
+mod tests;

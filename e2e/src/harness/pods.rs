@@ -4,21 +4,19 @@
 //! ProvisioningRequest brought and consume its booking. A Job starts running once all its pods
 //! exist; when it ends they are Succeeded or Failed; when it is suspended they are deleted.
 
-use std::collections::BTreeMap;
-
 use fake_autoscaler::capacity::{PodShape, Sim, SimNode};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, Resource, ResourceExt};
+use support::mirror::Mirror;
 
 /// The nodes and pods the job runner sees.
 #[derive(Default)]
 pub struct Cluster {
-    pub nodes: BTreeMap<String, Node>,
-    /// By `namespace/name`.
-    pub pods: BTreeMap<String, Pod>,
+    pub nodes: Mirror<Node>,
+    pub pods: Mirror<Pod>,
 }
 
 impl Cluster {
@@ -111,7 +109,7 @@ pub async fn start(client: &Client, job: &Job, cluster: &mut Cluster) -> Result<
             .await
             .map_err(|e| format!("creating pod {namespace}/{name}: {e}"))?;
         let created = mark(client, created, "Running").await?;
-        cluster.pods.insert(format!("{namespace}/{name}"), created);
+        cluster.pods.apply(created);
     }
     Ok(all)
 }
@@ -142,27 +140,24 @@ pub async fn finish(
         .cloned()
         .collect();
     for pod in pods {
-        let key = format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any());
         let updated = mark(client, pod, phase).await?;
-        cluster.pods.insert(key, updated);
+        cluster.pods.apply(updated);
     }
     Ok(())
 }
 
 /// The Job was suspended: its pods are deleted.
 pub async fn stop(client: &Client, job: &Job, cluster: &mut Cluster) -> Result<(), String> {
-    let pods: Vec<(String, String)> = cluster
-        .pods_of(job)
-        .map(|p| (p.namespace().unwrap_or_default(), p.name_any()))
-        .collect();
-    for (namespace, name) in pods {
+    let pods: Vec<Pod> = cluster.pods_of(job).cloned().collect();
+    for pod in pods {
+        let (namespace, name) = (pod.namespace().unwrap_or_default(), pod.name_any());
         let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
         match api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 404 => {}
             Err(e) => return Err(format!("deleting pod {namespace}/{name}: {e}")),
         }
-        cluster.pods.remove(&format!("{namespace}/{name}"));
+        cluster.pods.delete(&pod);
     }
     Ok(())
 }

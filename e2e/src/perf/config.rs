@@ -214,7 +214,7 @@ fn check_queue_set(set: &QueuesSet, field: &str) -> Result<(), PlanError> {
     ];
     for (name, value) in quantities {
         if let Some(value) = value {
-            controller::resources::Amount::parse(value)
+            support::quantity::Amount::parse(value)
                 .map_err(|e| invalid(format!("{field}.{name}"), format!("`{value}`: {e}")))?;
         }
     }
@@ -238,7 +238,7 @@ fn check_queue_set(set: &QueuesSet, field: &str) -> Result<(), PlanError> {
         }
         for (i, template) in wl_set.workloads.iter().enumerate() {
             let at = format!("{field}.workloadsSets[{s}].workloads[{i}]");
-            controller::resources::Amount::parse(&template.request).map_err(|e| {
+            support::quantity::Amount::parse(&template.request).map_err(|e| {
                 invalid(
                     format!("{at}.request"),
                     format!("`{}`: {e}", template.request),

@@ -20,6 +20,8 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Client, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::json;
+use support::mirror::{Mirror, key_of};
+use support::quantity::{Amount, to_units};
 use tokio::time::Instant;
 
 use super::config::{FLAVOR, Plan, QueuePlan, WorkloadPlan};
@@ -119,8 +121,8 @@ pub async fn run_with_progress(
     let (start_wall, anchor) = env.server().clock().anchor();
     let mut runner = Runner {
         client: client.clone(),
-        clock: controller::Clock::anchored(start_wall, anchor),
-        latest: HashMap::new(),
+        clock: support::Clock::anchored(start_wall, anchor),
+        workloads: Mirror::default(),
         ends: BTreeSet::new(),
         end_of: HashMap::new(),
     };
@@ -220,11 +222,11 @@ async fn sleep_until_some(at: Option<Instant>) {
 
 type Observed = Result<Event<Workload>, watcher::Error>;
 
-/// The runner's side: the latest version of each running workload, and when each one ends.
+/// The runner's side: the workloads as its watch shows them, and when each running one ends.
 struct Runner {
     client: Client,
-    clock: controller::Clock,
-    latest: HashMap<String, Workload>,
+    clock: support::Clock,
+    workloads: Mirror<Workload>,
     ends: BTreeSet<(Instant, String)>,
     end_of: HashMap<String, Instant>,
 }
@@ -236,37 +238,43 @@ impl Runner {
         at: Duration,
         recorder: &mut Recorder,
     ) -> Result<(), RunError> {
-        match event {
-            None => Err(RunError::Watch("the event stream ended".into())),
-            Some(Ok(Event::Apply(wl) | Event::InitApply(wl))) => {
-                let key = format!("{}/{}", wl.namespace().unwrap_or_default(), wl.name_any());
-                match recorder.observe_workload(&key, at, state_of(&wl)) {
-                    Transition::Admitted => {
-                        let runtime = wl
-                            .labels()
-                            .get(RUNNING_TIME_LABEL)
-                            .and_then(|ms| ms.parse().ok())
-                            .map(Duration::from_millis)
-                            .unwrap_or_default();
-                        let end = Instant::now() + runtime;
-                        self.ends.insert((end, key.clone()));
-                        self.end_of.insert(key.clone(), end);
-                    }
-                    Transition::Unadmitted => self.cancel(&key),
-                    Transition::None => {}
-                }
-                if self.end_of.contains_key(&key) {
-                    self.latest.insert(key, wl);
-                } else {
-                    self.latest.remove(&key);
-                }
-                Ok(())
-            }
+        let event = match event {
+            None => return Err(RunError::Watch("the event stream ended".into())),
             Some(Err(e)) => {
                 tracing::warn!(error = %e, "benchmark watch");
-                Ok(())
+                return Ok(());
             }
-            Some(_) => Ok(()),
+            Some(Ok(event)) => event,
+        };
+        for (old, new) in self.workloads.apply_event(event) {
+            match (old, new) {
+                (_, Some(wl)) => self.observe(&wl, at, recorder),
+                // Deleted, possibly while the watch was down: nothing left to finish.
+                (Some(old), None) => self.cancel(&key_of(old.as_ref())),
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A new version of a workload: starts its run when it is newly admitted, stops it when it
+    /// no longer is.
+    fn observe(&mut self, wl: &Workload, at: Duration, recorder: &mut Recorder) {
+        let key = key_of(wl);
+        match recorder.observe_workload(&key, at, state_of(wl)) {
+            Transition::Admitted => {
+                let runtime = wl
+                    .labels()
+                    .get(RUNNING_TIME_LABEL)
+                    .and_then(|ms| ms.parse().ok())
+                    .map(Duration::from_millis)
+                    .unwrap_or_default();
+                let end = Instant::now() + runtime;
+                self.ends.insert((end, key.clone()));
+                self.end_of.insert(key, end);
+            }
+            Transition::Unadmitted => self.cancel(&key),
+            Transition::None => {}
         }
     }
 
@@ -285,7 +293,7 @@ impl Runner {
                 break;
             }
             self.cancel(&key);
-            due.extend(self.latest.remove(&key));
+            due.extend(self.workloads.get(&key).cloned());
         }
         futures::future::try_join_all(due.into_iter().map(|wl| self.finish(wl))).await?;
         Ok(())
@@ -352,8 +360,8 @@ fn preemption_fingerprint(wl: &Workload) -> Option<u64> {
 
 /// A quantity in milli-CPU (the plan's quantities were checked when it was read).
 fn cpu_milli(quantity: &str) -> i64 {
-    controller::resources::Amount::parse(quantity)
-        .map(|a| controller::resources::to_units("cpu", &a))
+    Amount::parse(quantity)
+        .map(|a| to_units("cpu", &a))
         .unwrap_or(0)
 }
 

@@ -1,0 +1,136 @@
+//! The job runner against a fake API server whose watches can be cut and whose history is short,
+//! so that a cut watch comes back through a re-list.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use fake_apiserver::{FakeApiServer, FaultRule, Verb};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::json;
+
+use super::JobRunner;
+use crate::env::{Component, ComponentContext};
+
+/// A Ready node with room for one pod of one CPU.
+fn node() -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": "n"},
+        "status": {
+            "allocatable": {"cpu": "1", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }))
+    .unwrap()
+}
+
+/// An unsuspended Job of one pod that needs the whole node.
+fn job(name: &str) -> Job {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "parallelism": 1,
+            "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox",
+                                "resources": {"requests": {"cpu": "1"}}}],
+            }},
+        },
+    }))
+    .unwrap()
+}
+
+/// Lets virtual time pass, a second at a time, until `done` holds; fails after a minute.
+async fn within_a_minute<F, Fut>(what: &str, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..60 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    panic!("{what}: not within a minute of virtual time");
+}
+
+async fn started(jobs: &Api<Job>, name: &str) -> bool {
+    let job = jobs.get(name).await.unwrap();
+    job.status.and_then(|s| s.start_time).is_some()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_deleted_while_the_watch_was_down_frees_its_node() {
+    // A history of one change: a watch cut for longer than that must re-list.
+    let server = FakeApiServer::builder()
+        .start_time("2026-01-01T00:00:00Z".parse().unwrap())
+        .history_limit(1)
+        .build()
+        .unwrap();
+    let client = server.client();
+    let (start_wall, start) = server.clock().anchor();
+    let runner = JobRunner::new(Duration::from_secs(3600)).with_pods();
+    let ctx = ComponentContext {
+        client: client.clone(),
+        start_wall,
+        start,
+    };
+    let running = tokio::spawn(runner.run(ctx));
+
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let post = PostParams::default();
+    Api::<Node>::all(client.clone())
+        .create(&post, &node())
+        .await
+        .unwrap();
+    jobs.create(&post, &job("first")).await.unwrap();
+    within_a_minute("the first Job starts", || started(&jobs, "first")).await;
+
+    // The runner's pod watch goes down and cannot come back; meanwhile the first Job's pod is
+    // deleted and a second Job asks for the node.
+    let down = server
+        .faults()
+        .inject(FaultRule::fail(500).verb(Verb::Watch).resource("pods"));
+    server.faults().close_watches();
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    pods.delete("first-0", &now).await.unwrap();
+    within_a_minute("the first pod is gone", || async {
+        pods.get_opt("first-0").await.unwrap().is_none()
+    })
+    .await;
+    jobs.create(&post, &job("second")).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(
+        !started(&jobs, "second").await,
+        "the runner cannot know the node is free yet"
+    );
+
+    // The watch comes back too late to resume: the re-list shows the pod gone.
+    server.faults().remove(down);
+    within_a_minute("the second Job starts on the freed node", || {
+        started(&jobs, "second")
+    })
+    .await;
+    let placed: BTreeMap<String, Option<String>> = pods
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| (p.metadata.name.unwrap(), p.spec.and_then(|s| s.node_name)))
+        .collect();
+    assert_eq!(
+        placed,
+        BTreeMap::from([("second-0".to_owned(), Some("n".to_owned()))])
+    );
+    assert!(!running.is_finished(), "the runner stopped");
+}
