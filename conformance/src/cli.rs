@@ -195,14 +195,14 @@ fn run_cluster(args: &Args, selection: &Selection) -> anyhow::Result<bool> {
     let runtime = tokio::runtime::Runtime::new()?;
     let bar = progress_bar(&options, selection);
     let results = runtime.block_on(async {
-        let client = controller::connect(options.kubeconfig.as_deref(), options.context.as_deref())
+        let client = support::connect(options.kubeconfig.as_deref(), options.context.as_deref())
             .await
             .context("connecting to the cluster")?;
         let run = crate::runner::run(
             &client,
             &options,
             selection,
-            controller::Clock::system(),
+            support::Clock::system(),
             |r| progress(&bar, r),
         );
         tokio::select! {

@@ -22,7 +22,7 @@
 //!     &client,
 //!     &options,
 //!     &Default::default(),
-//!     controller::Clock::system(),
+//!     support::Clock::system(),
 //!     |r| println!("{} {:?}", r.name, r.outcome),
 //! )
 //! .await;

@@ -48,7 +48,7 @@ struct State {
 
 impl Monitor {
     /// Starts watching, and returns once the watch has listed the namespace (or failed to).
-    pub async fn start(client: Client, namespace: &str, clock: controller::Clock) -> Monitor {
+    pub async fn start(client: Client, namespace: &str, clock: support::Clock) -> Monitor {
         let state: Arc<Mutex<State>> = Arc::default();
         let sink = state.clone();
         let api: Api<ProvisioningRequest> = Api::namespaced(client, namespace);

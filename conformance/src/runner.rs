@@ -105,7 +105,7 @@ pub async fn run(
     client: &Client,
     options: &Options,
     selection: &Selection,
-    clock: controller::Clock,
+    clock: support::Clock,
     mut progress: impl FnMut(&TestResult),
 ) -> Vec<TestResult> {
     let mut results = vec![];
@@ -138,7 +138,7 @@ async fn run_one(
     client: &Client,
     options: &Options,
     selection: &Selection,
-    clock: controller::Clock,
+    clock: support::Clock,
     test: &TestCase,
     index: usize,
 ) -> TestResult {

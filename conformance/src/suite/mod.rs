@@ -127,7 +127,7 @@ pub struct Ctx {
     pub namespace: String,
     /// The run's label value ([`crate::runner::RUN_LABEL`]), for objects made outside the namespace.
     pub run_id: String,
-    pub clock: controller::Clock,
+    pub clock: support::Clock,
     pub monitor: Monitor,
 }
 
