@@ -18,7 +18,7 @@
 //! removes (once unneeded), with pods' requests, node selectors, affinity and tolerations checked
 //! against them ([`capacity`]).
 //!
-//! The decisions are pure ([`engine::Autoscaler::step`]); [`run`] is the loop around them.
+//! The decisions are pure ([`engine::Autoscaler::step`]); [`run()`] is the loop around them.
 
 pub mod broken;
 pub mod capacity;

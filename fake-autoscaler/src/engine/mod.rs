@@ -1,20 +1,20 @@
 //! The autoscaler's decisions, without IO: given what the API server holds (requests, PodTemplates,
 //! Nodes, Pods) and the time, what to write, which nodes to add or remove, and when to look again.
-//! The runner ([`crate::run`]) feeds it watch events and carries out its actions.
+//! The runner ([`crate::run()`]) feeds it watch events and carries out its actions.
 //!
 //! One step, in order:
 //! 1. scale-ups whose delay has passed become Nodes; groups below their minimum size grow
-//!    ([`node_groups`]);
+//!    (`node_groups.rs`);
 //! 2. the simulation starts from the nodes (and the nodes on their way), minus the pods bound to
 //!    them, minus the capacity booked by provisioned requests whose booking is still on
-//!    ([`simulation`]);
-//! 3. each request, in name order, is decided by its script ([`scripted`]) or its class: first
-//!    what every class shares ([`lifecycle`], [`booking`]), then the class itself
-//!    ([`check_capacity`], [`atomic_scale_up`], [`vendor`]), taking capacity from the simulation
+//!    (`simulation.rs`);
+//! 3. each request, in name order, is decided by its script (`scripted.rs`) or its class: first
+//!    what every class shares (`lifecycle.rs`, `booking.rs`), then the class itself
+//!    (`check_capacity.rs`, `atomic_scale_up.rs`, `vendor.rs`), taking capacity from the simulation
 //!    as it is provisioned;
 //! 4. nodes the autoscaler added that nothing needs are removed once unneeded long enough.
 //!
-//! A broken variant deviates only through the hooks in [`broken`].
+//! A broken variant deviates only through the hooks in `broken.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
