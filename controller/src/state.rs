@@ -11,9 +11,6 @@ use support::mirror::Mirror;
 
 pub use support::mirror::{Changed, Key, key_of};
 
-/// The manager's old name for [`Mirror`], until it moves to `Mirror` itself.
-pub type Objects<K> = Mirror<K>;
-
 /// The key of the LocalQueue a workload names.
 fn local_queue_key(wl: &Workload) -> Option<Key> {
     let name = wl.spec.queue_name.as_deref()?;
