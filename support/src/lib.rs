@@ -8,6 +8,8 @@
 //! - [`mirror`]: one kind's objects as a watch delivers them, re-lists included.
 
 pub mod clock;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 mod kubeconfig;
 pub mod mirror;
 pub mod pod;

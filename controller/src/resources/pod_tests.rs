@@ -5,46 +5,11 @@
 use std::collections::BTreeMap;
 
 use api::config::{ResourceTransformation, Resources, TransformationStrategy};
-use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use support::fixtures::{List, container, spec};
 
 use super::pod::{PodSetRequests, podset_requests};
 use super::transform::Transformer;
-
-type List<'a> = &'a [(&'a str, &'a str)];
-
-fn list(pairs: List<'_>) -> Option<BTreeMap<String, Quantity>> {
-    (!pairs.is_empty()).then(|| {
-        pairs
-            .iter()
-            .map(|(name, q)| ((*name).to_owned(), Quantity((*q).to_owned())))
-            .collect()
-    })
-}
-
-fn resources(requests: List<'_>, limits: List<'_>) -> ResourceRequirements {
-    ResourceRequirements {
-        requests: list(requests),
-        limits: list(limits),
-        ..Default::default()
-    }
-}
-
-fn container(requests: List<'_>, limits: List<'_>) -> Container {
-    Container {
-        name: "c".to_owned(),
-        resources: Some(resources(requests, limits)),
-        ..Default::default()
-    }
-}
-
-fn spec(containers: Vec<Container>, init_containers: Vec<Container>) -> PodSpec {
-    PodSpec {
-        containers,
-        init_containers: (!init_containers.is_empty()).then_some(init_containers),
-        ..Default::default()
-    }
-}
 
 fn strings(pairs: List<'_>) -> BTreeMap<String, String> {
     pairs
