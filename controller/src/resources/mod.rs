@@ -49,8 +49,3 @@ pub use support::quantity::{
     format_units, is_binary_resource, quantity, scale_requests, to_quantities, to_units,
 };
 pub use transform::Transformer;
-
-#[cfg(test)]
-mod pod_tests;
-#[cfg(test)]
-mod transform_tests;

@@ -46,3 +46,7 @@ pub fn podset_requests(
     let total = scale_requests(&per_pod, i64::from(count));
     Ok(PodSetRequests { per_pod, total })
 }
+
+#[cfg(test)]
+#[path = "pod_tests.rs"]
+mod tests;

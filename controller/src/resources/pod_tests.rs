@@ -8,8 +8,8 @@ use api::config::{ResourceTransformation, Resources, TransformationStrategy};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use support::fixtures::{List, container, spec};
 
-use super::pod::{PodSetRequests, podset_requests};
-use super::transform::Transformer;
+use super::{PodSetRequests, podset_requests};
+use crate::resources::Transformer;
 
 fn strings(pairs: List<'_>) -> BTreeMap<String, String> {
     pairs

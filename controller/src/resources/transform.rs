@@ -118,3 +118,7 @@ impl Transformer {
         kept
     }
 }
+
+#[cfg(test)]
+#[path = "transform_tests.rs"]
+mod tests;

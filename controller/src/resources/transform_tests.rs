@@ -7,7 +7,7 @@ use api::config::{ResourceTransformation, Resources, TransformationStrategy};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use rstest::rstest;
 
-use super::transform::Transformer;
+use super::Transformer;
 use support::quantity::{Amount, to_units};
 
 use TransformationStrategy::{Replace, Retain};
