@@ -1,12 +1,21 @@
 //! The suite checks itself: the fake autoscaler's reference classes pass every profile, and every
 //! broken variant is caught by a test that names the rule it breaks.
 
+use conformance::options::Options;
 use conformance::reference::ReferenceClass;
 use conformance::report::ConformanceReport;
-use conformance::runner::{Outcome, Selection};
+use conformance::runner::{Outcome, Selection, TestResult};
 use conformance_embedded as embedded;
 use fake_autoscaler::Broken;
 use rstest::rstest;
+
+/// The suite on a fresh embedded world with the reference autoscaler.
+fn run(options: &Options, selection: &Selection) -> Vec<TestResult> {
+    embedded::runtime()
+        .expect("runtime")
+        .block_on(embedded::run(options, None, selection, |_| {}))
+        .expect("run")
+}
 
 #[rstest]
 #[case::check_capacity(ReferenceClass::CheckCapacity)]
@@ -14,10 +23,7 @@ use rstest::rstest;
 #[case::queued(ReferenceClass::Queued)]
 fn the_reference_classes_pass_every_profile(#[case] class: ReferenceClass) {
     let options = class.options();
-    let results = embedded::runtime()
-        .expect("runtime")
-        .block_on(embedded::run(&options, None, &Selection::default(), |_| {}))
-        .expect("run");
+    let results = run(&options, &Selection::default());
     let report = ConformanceReport::new(
         &options,
         &results,
@@ -63,10 +69,7 @@ fn a_run_of_one_test_is_partial_not_a_success() {
         run_tests: vec!["spec-immutable".into()],
         ..Selection::default()
     };
-    let results = embedded::runtime()
-        .expect("runtime")
-        .block_on(embedded::run(&options, None, &selection, |_| {}))
-        .expect("run");
+    let results = run(&options, &selection);
     let report = ConformanceReport::new(
         &options,
         &results,
@@ -91,10 +94,7 @@ fn pods_that_fit_twice_cannot_show_freeing_and_leave_core_partial() {
         run_tests: vec!["deletion-frees-capacity".into()],
         ..Selection::default()
     };
-    let results = embedded::runtime()
-        .expect("runtime")
-        .block_on(embedded::run(&options, None, &selection, |_| {}))
-        .expect("run");
+    let results = run(&options, &selection);
     let test = results
         .iter()
         .find(|r| r.name == "deletion-frees-capacity")
