@@ -222,7 +222,7 @@ async fn sleep_until_some(at: Option<Instant>) {
 
 type Observed = Result<Event<Workload>, watcher::Error>;
 
-/// The runner's side: the workloads as its watch shows them, and when each running one ends.
+/// The runner's side: the running workloads as its watch shows them, and when each one ends.
 struct Runner {
     client: Client,
     clock: support::Clock,
@@ -248,7 +248,14 @@ impl Runner {
         };
         for (old, new) in self.workloads.apply_event(event) {
             match (old, new) {
-                (_, Some(wl)) => self.observe(&wl, at, recorder),
+                (_, Some(wl)) => {
+                    self.observe(&wl, at, recorder);
+                    // Only running workloads are finished later; keeping the 15,000 others
+                    // cost 140 MiB and a sixth of the run's time.
+                    if !self.end_of.contains_key(&key_of(wl.as_ref())) {
+                        self.workloads.delete(&wl);
+                    }
+                }
                 // Deleted, possibly while the watch was down: nothing left to finish.
                 (Some(old), None) => self.cancel(&key_of(old.as_ref())),
                 (None, None) => {}
