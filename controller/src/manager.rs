@@ -60,7 +60,11 @@ pub async fn run(client: Client, options: Options) -> Result<(), Error> {
     let mut world = World::default();
     let mut reconciler = Reconciler::new(Writer::new(client, options.clock), options);
     loop {
-        let wake = reconciler.next_wake();
+        let wake = checks
+            .iter()
+            .filter_map(|c| c.next_wake())
+            .chain(reconciler.next_wake())
+            .min();
         let change = match wake {
             Some(at) => {
                 let deadline = reconciler.clock().instant_of(at);

@@ -81,10 +81,20 @@ impl<K: Resource + Clone> Mirror<K> {
                     vec![]
                 }
             }
-            Event::Delete(obj) => match self.delete(&obj) {
-                Some(old) => vec![(Some(old), None)],
-                None => vec![],
-            },
+            // Only the object the event names: a late delete of an earlier object of the same
+            // name (deleted and created again, as a controller does with an attempt it
+            // recreates) must not take the new one.
+            Event::Delete(obj) => {
+                let key = key_of(&obj);
+                let same = self.items.get(&key).is_some_and(|stored| {
+                    let (a, b) = (stored.meta().uid.as_ref(), obj.meta().uid.as_ref());
+                    a.is_none() || b.is_none() || a == b
+                });
+                match same.then(|| self.items.remove(&key)).flatten() {
+                    Some(old) => vec![(Some(old), None)],
+                    None => vec![],
+                }
+            }
         }
     }
 

@@ -165,3 +165,16 @@ fn keys_are_namespace_slash_name_or_name_when_cluster_scoped() {
     assert_eq!(key_of(&cm("a", "ua", 1)), "ns/a");
     assert_eq!(key_of(&cluster_scoped), "a");
 }
+
+#[test]
+fn a_late_delete_of_an_earlier_object_of_the_name_keeps_the_new_one() {
+    let mut mirror = Mirror::default();
+    relist(&mut mirror, vec![cm("a", "u1", 1)]);
+    // Deleted and created again by the mirror's owner, whose write response came first.
+    assert!(mirror.apply(cm("a", "u2", 3)));
+    let changes = mirror.apply_event(Event::Delete(cm("a", "u1", 2)));
+    assert!(show(&changes).is_empty(), "{:?}", show(&changes));
+    assert_eq!(rv_of(&mirror, "a").as_deref(), Some("3"));
+    let changes = mirror.apply_event(Event::Delete(cm("a", "u2", 4)));
+    assert_eq!(show(&changes), ["a: 3 -> -"]);
+}

@@ -54,6 +54,18 @@ pub trait AdmissionCheckController: Send {
 
     /// Brings what changed since the last pass up to date; whether it wrote anything.
     fn run<'a, 'w: 'a>(&'a mut self, ctx: &'a mut Ctx<'w>) -> BoxFuture<'a, Result<bool, Error>>;
+
+    /// When the loop must run a pass even if nothing changes (a retry of the check's own
+    /// objects, a periodic collection).
+    fn next_wake(&self) -> Option<Timestamp> {
+        None
+    }
+}
+
+/// A write a check's pass made to an object of the core's.
+pub(crate) enum CoreWrite {
+    Workload(Changed<Workload>),
+    AdmissionCheck(Changed<AdmissionCheck>),
 }
 
 /// What a check's pass may read and do.
@@ -64,7 +76,7 @@ pub struct Ctx<'w> {
     /// Workload timers, shared with the core: when one is due, the core and every check look
     /// at the workload again.
     wake: &'w mut BTreeMap<Key, Timestamp>,
-    written: Vec<Changed<Workload>>,
+    written: Vec<CoreWrite>,
 }
 
 impl<'w> Ctx<'w> {
@@ -89,7 +101,18 @@ impl<'w> Ctx<'w> {
         let old = self.world.workloads.get_shared(&key_of(&wl));
         let wl = Arc::new(wl);
         if self.world.workloads.apply_shared(wl.clone()) {
-            self.written.push((old, Some(wl)));
+            self.written.push(CoreWrite::Workload((old, Some(wl))));
+        }
+    }
+
+    /// [`Ctx::written_workload`] for an AdmissionCheck (its status): the core learns, for one,
+    /// whether the ClusterQueues using it are active now.
+    pub fn written_admission_check(&mut self, ac: AdmissionCheck) {
+        let old = self.world.admission_checks.get_shared(&key_of(&ac));
+        let ac = Arc::new(ac);
+        if self.world.admission_checks.apply_shared(ac.clone()) {
+            self.written
+                .push(CoreWrite::AdmissionCheck((old, Some(ac))));
         }
     }
 
@@ -99,8 +122,8 @@ impl<'w> Ctx<'w> {
         *due = (*due).min(at);
     }
 
-    /// The workloads written during the pass, in order.
-    pub(crate) fn into_written(self) -> Vec<Changed<Workload>> {
+    /// What the pass wrote, in order.
+    pub(crate) fn into_written(self) -> Vec<CoreWrite> {
         self.written
     }
 }

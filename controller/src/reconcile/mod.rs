@@ -18,7 +18,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 
-use crate::admissionchecks::{AdmissionCheckController, Ctx};
+use crate::admissionchecks::{AdmissionCheckController, CoreWrite, Ctx};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::options::Options;
@@ -142,8 +142,15 @@ impl Reconciler {
                 self.tell_checks(world, checks);
                 let mut ctx = Ctx::new(world, &self.writer, &self.options, &mut self.wake);
                 progressed |= checks[i].run(&mut ctx).await?;
-                for (old, new) in ctx.into_written() {
-                    self.workload_changed(world, old.as_ref(), new.as_ref());
+                for written in ctx.into_written() {
+                    match written {
+                        CoreWrite::Workload((old, new)) => {
+                            self.workload_changed(world, old.as_ref(), new.as_ref())
+                        }
+                        CoreWrite::AdmissionCheck((old, new)) => {
+                            self.check_changed(world, old.as_ref(), new.as_ref())
+                        }
+                    }
                 }
             }
             progressed |= self.status_pass(world).await?;

@@ -46,6 +46,8 @@ pub struct Controller {
     /// quota again (CleanupProvisioningRequestsOnEviction).
     evicted: BTreeSet<Key>,
     cleanup_on_eviction: bool,
+    /// When to run again for what failed with an API error (check status, evicted requests).
+    retry_at: Option<jiff::Timestamp>,
 }
 
 impl Controller {
@@ -57,6 +59,7 @@ impl Controller {
             dirty: BTreeSet::new(),
             dirty_checks: BTreeSet::new(),
             evicted: BTreeSet::new(),
+            retry_at: None,
             cleanup_on_eviction: crate::config::gate(
                 &options.config,
                 "CleanupProvisioningRequestsOnEviction",
@@ -68,21 +71,46 @@ impl Controller {
     /// the `Active` condition of the provisioning AdmissionChecks.
     async fn pass(&mut self, ctx: &mut Ctx<'_>) -> Result<bool, Error> {
         let mut progressed = false;
+        let now = ctx.options.clock.now();
+        self.retry_at = self.retry_at.filter(|at| *at > now);
+        // A refusal (a webhook, a quota, a server error) is logged and tried again later, as
+        // controller-runtime requeues a failed reconcile; it never stops the controller.
         for name in std::mem::take(&mut self.dirty_checks) {
-            progressed |= self.sync_check_activity(ctx, &name).await?;
+            match self.sync_check_activity(ctx, &name).await {
+                Ok(p) => progressed |= p,
+                Err(Error::Api(e)) => {
+                    tracing::warn!(check = %name, error = %e, "AdmissionCheck status, retrying in 10s");
+                    self.dirty_checks.insert(name);
+                    self.retry_at = Some(retry_time(ctx));
+                }
+                Err(e) => return Err(e),
+            }
         }
         for key in std::mem::take(&mut self.evicted) {
             let owned = match ctx.world.workloads.get(&key) {
                 Some(wl) => self.owned_requests(wl),
                 None => continue,
             };
-            progressed |= self.delete_requests(ctx, &owned).await?;
+            match self.delete_requests(ctx, &owned).await {
+                Ok(p) => progressed |= p,
+                // Kept until it succeeds: with quota back, nothing else would delete them.
+                Err(Error::Api(e)) => {
+                    tracing::warn!(workload = %key, error = %e, "deleting an evicted workload's requests, retrying in 10s");
+                    self.evicted.insert(key);
+                    self.retry_at = Some(retry_time(ctx));
+                }
+                Err(e) => return Err(e),
+            }
         }
+        let mut postponed = vec![];
         for key in std::mem::take(&mut self.dirty) {
+            // Its old requests must go before its checks may follow them again.
+            if self.evicted.contains(&key) {
+                postponed.push(key);
+                continue;
+            }
             match self.sync_provisioning(ctx, &key).await {
                 Ok(p) => progressed |= p,
-                // A refusal (a webhook, a quota, a server error) is logged and tried again
-                // later, as controller-runtime requeues a failed reconcile.
                 Err(Error::Api(e)) => {
                     tracing::warn!(workload = %key, error = %e, "provisioning check, retrying in 10s");
                     retry_later(ctx, &key);
@@ -90,6 +118,7 @@ impl Controller {
                 Err(e) => return Err(e),
             }
         }
+        self.dirty.extend(postponed);
         Ok(progressed)
     }
 
@@ -132,7 +161,7 @@ impl Controller {
             None => conditions.push(condition),
         }
         if let Written::Ok(written) = ctx.writer.replace_status(&next).await? {
-            ctx.world.admission_checks.apply(written);
+            ctx.written_admission_check(written);
         }
         Ok(true)
     }
@@ -683,6 +712,10 @@ impl AdmissionCheckController for Controller {
     fn run<'a, 'w: 'a>(&'a mut self, ctx: &'a mut Ctx<'w>) -> BoxFuture<'a, Result<bool, Error>> {
         Box::pin(self.pass(ctx))
     }
+
+    fn next_wake(&self) -> Option<jiff::Timestamp> {
+        self.retry_at
+    }
 }
 
 /// Whether an AdmissionCheck is handled here.
@@ -712,10 +745,15 @@ fn workload_owner(req: &ProvisioningRequest) -> Option<&OwnerReference> {
         .find(|o| o.controller == Some(true) && o.kind == Workload::kind(&()))
 }
 
-/// How long a workload waits after an API error before its check is looked at again.
-fn retry_later(ctx: &mut Ctx<'_>, key: &Key) {
+/// When something that failed with an API error is tried again.
+fn retry_time(ctx: &Ctx<'_>) -> jiff::Timestamp {
     let now = ctx.options.clock.now();
-    let at = now.checked_add(RETRY_AFTER_ERROR).unwrap_or(now);
+    now.checked_add(RETRY_AFTER_ERROR).unwrap_or(now)
+}
+
+/// Looks at a workload's checks again after an API error.
+fn retry_later(ctx: &mut Ctx<'_>, key: &Key) {
+    let at = retry_time(ctx);
     ctx.wake_at(key, at);
 }
 

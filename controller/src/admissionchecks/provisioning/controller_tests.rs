@@ -14,7 +14,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use super::Controller;
-use crate::admissionchecks::{AdmissionCheckController, Ctx};
+use crate::admissionchecks::{AdmissionCheckController, CoreWrite, Ctx};
 use crate::options::Options;
 use crate::state::World;
 use crate::writer::Writer;
@@ -54,6 +54,11 @@ struct Story {
 }
 
 async fn story(gate: Option<bool>) -> Story {
+    story_with(gate, |_| {}).await
+}
+
+/// The story, with faults injected into the server once the objects exist.
+async fn story_with(gate: Option<bool>, faults: impl FnOnce(&fake_apiserver::Faults)) -> Story {
     let start: Timestamp = START.parse().expect("a time");
     let mut builder = fake_apiserver::FakeApiServer::builder().start_time(start);
     for (file, yaml) in api::CHECKED_IN_CRDS {
@@ -158,6 +163,7 @@ async fn story(gate: Option<bool>) -> Story {
         world.workloads.apply_shared(new.clone());
         old = Some(new);
     }
+    faults(server.faults());
     Story {
         _server: server,
         client,
@@ -174,15 +180,21 @@ async fn run_passes(story: &mut Story) {
     let writer = Writer::new(story.client.clone(), story.options.clock);
     let mut wake = BTreeMap::new();
     for _ in 0..8 {
+        // A pass that failed asks to be run again later; the manager would sleep until then.
+        if let Some(at) = story.controller.next_wake() {
+            let wait = at.duration_since(story.options.clock.now());
+            tokio::time::sleep(wait.unsigned_abs()).await;
+        }
         let mut ctx = Ctx::new(&mut story.world, &writer, &story.options, &mut wake);
         let progressed = story.controller.run(&mut ctx).await.expect("the pass runs");
-        let written = ctx.into_written();
-        for (old, new) in written {
-            story
-                .controller
-                .workload_changed(&story.world, old.as_deref(), new.as_deref());
+        for written in ctx.into_written() {
+            if let CoreWrite::Workload((old, new)) = written {
+                story
+                    .controller
+                    .workload_changed(&story.world, old.as_deref(), new.as_deref());
+            }
         }
-        if !progressed {
+        if !progressed && story.controller.next_wake().is_none() {
             return;
         }
     }
@@ -217,4 +229,24 @@ async fn without_the_cleanup_gate_the_provisioned_request_is_kept() {
     run_passes(&mut story).await;
     let now = request_now(&story).await.expect("the request");
     assert_eq!(now.uid(), story.provisioned.uid());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_delete_of_an_evicted_workloads_request_is_tried_again() {
+    let mut story = story_with(None, |faults| {
+        faults.inject(
+            fake_apiserver::FaultRule::fail(500)
+                .verb(fake_apiserver::Verb::Delete)
+                .resource("provisioningrequests")
+                .times(1),
+        );
+    })
+    .await;
+    run_passes(&mut story).await;
+    let now = request_now(&story).await.expect("a new request");
+    assert_ne!(
+        now.uid(),
+        story.provisioned.uid(),
+        "the old request was kept"
+    );
 }
