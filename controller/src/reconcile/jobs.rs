@@ -218,33 +218,48 @@ impl Reconciler {
         wl: &Workload,
         why: &str,
     ) -> Result<bool, Error> {
-        let mut next = job.clone();
-        let outcome = jobs::stop_job(&mut next, &wl.spec.pod_sets);
+        let mut planned = job.clone();
+        let outcome = jobs::stop_job(&mut planned, &wl.spec.pod_sets);
+        // In Kueue's order, three writes: kube-apiserver refuses to clear the start time of a
+        // job that is not suspended, and to change its template while it has one.
+        let mut current = job.clone();
         let mut progressed = false;
-        if outcome.status_changed
-            && let Written::Ok(new) = self.writer.replace_status(&next).await?
-        {
-            next.metadata.resource_version = new.metadata.resource_version.clone();
-            next.status = new.status.clone();
+        if outcome.stopped_now {
+            let mut suspended = job.clone();
+            suspended.spec.get_or_insert_with(Default::default).suspend = Some(true);
+            let Written::Ok(new) = self.writer.replace(&suspended).await? else {
+                return Ok(false);
+            };
+            let message = match why {
+                "evicted" => wl
+                    .status
+                    .as_ref()
+                    .and_then(|s| crate::workload::conditions::find(&s.conditions, cond::EVICTED))
+                    .map(|c| c.message.clone())
+                    .unwrap_or_default(),
+                _ => "Not admitted by cluster queue".to_owned(),
+            };
+            self.writer.event(&new, false, "Stopped", &message).await;
+            self.written_job(world, new.clone());
+            current = new;
             progressed = true;
         }
-        if outcome.spec_changed
-            && let Written::Ok(new) = self.writer.replace(&next).await?
-        {
-            if outcome.stopped_now {
-                let message = match why {
-                    "evicted" => wl
-                        .status
-                        .as_ref()
-                        .and_then(|s| {
-                            crate::workload::conditions::find(&s.conditions, cond::EVICTED)
-                        })
-                        .map(|c| c.message.clone())
-                        .unwrap_or_default(),
-                    _ => "Not admitted by cluster queue".to_owned(),
-                };
-                self.writer.event(&new, false, "Stopped", &message).await;
+        if outcome.status_changed {
+            let mut cleared = current.clone();
+            if let Some(status) = cleared.status.as_mut() {
+                status.start_time = None;
             }
+            let Written::Ok(new) = self.writer.replace_status(&cleared).await? else {
+                return Ok(progressed);
+            };
+            self.written_job(world, new.clone());
+            current = new;
+            progressed = true;
+        }
+        let mut restored = current.clone();
+        if jobs::stop_job(&mut restored, &wl.spec.pod_sets).spec_changed
+            && let Written::Ok(new) = self.writer.replace(&restored).await?
+        {
             self.written_job(world, new);
             progressed = true;
         }
