@@ -9,6 +9,17 @@ use conformance_embedded as embedded;
 use fake_autoscaler::Broken;
 use rstest::rstest;
 
+/// The report of a run, dated for comparison.
+fn report_of(options: &Options, results: &[TestResult]) -> ConformanceReport {
+    ConformanceReport::new(
+        options,
+        results,
+        "2026-01-01".into(),
+        "embedded",
+        String::new(),
+    )
+}
+
 /// The suite on a fresh embedded world with the reference autoscaler.
 fn run(options: &Options, selection: &Selection) -> Vec<TestResult> {
     embedded::runtime()
@@ -24,13 +35,7 @@ fn run(options: &Options, selection: &Selection) -> Vec<TestResult> {
 fn the_reference_classes_pass_every_profile(#[case] class: ReferenceClass) {
     let options = class.options();
     let results = run(&options, &Selection::default());
-    let report = ConformanceReport::new(
-        &options,
-        &results,
-        "2026-01-01".into(),
-        "embedded",
-        String::new(),
-    );
+    let report = report_of(&options, &results);
     assert!(report.passed(), "{}", report.to_yaml());
     assert_eq!(
         report.profiles[0].statistics.passed, 6,
@@ -70,13 +75,7 @@ fn a_run_of_one_test_is_partial_not_a_success() {
         ..Selection::default()
     };
     let results = run(&options, &selection);
-    let report = ConformanceReport::new(
-        &options,
-        &results,
-        "2026-01-01".into(),
-        "embedded",
-        String::new(),
-    );
+    let report = report_of(&options, &results);
     assert_eq!(report.profiles[0].result, "partial");
     assert_eq!(report.profiles[0].statistics.passed, 1);
     assert!(!report.passed());

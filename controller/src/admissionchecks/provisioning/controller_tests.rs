@@ -208,18 +208,24 @@ async fn request_now(story: &Story) -> Option<ProvisioningRequest> {
         .expect("a get")
 }
 
+/// The request now, which must not be the one provisioned before the eviction.
+async fn renewed_request(story: &Story) -> ProvisioningRequest {
+    let now = request_now(story).await.expect("a new request");
+    assert_ne!(
+        now.uid(),
+        story.provisioned.uid(),
+        "the old request was kept"
+    );
+    now
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_eviction_deletes_the_request_even_when_quota_is_back_before_the_pass() {
     let mut story = story(None).await;
     run_passes(&mut story).await;
     // The provisioned request went with the eviction; the pass made the next attempt afresh
     // (attempt retryCount + 1 = 1, as Kueue names it), one the autoscaler has yet to answer.
-    let now = request_now(&story).await.expect("a new request");
-    assert_ne!(
-        now.uid(),
-        story.provisioned.uid(),
-        "the old request was kept"
-    );
+    let now = renewed_request(&story).await;
     assert!(now.status.is_none_or(|s| s.conditions.is_empty()));
 }
 
@@ -243,10 +249,5 @@ async fn a_refused_delete_of_an_evicted_workloads_request_is_tried_again() {
     })
     .await;
     run_passes(&mut story).await;
-    let now = request_now(&story).await.expect("a new request");
-    assert_ne!(
-        now.uid(),
-        story.provisioned.uid(),
-        "the old request was kept"
-    );
+    renewed_request(&story).await;
 }
