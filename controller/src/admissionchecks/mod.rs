@@ -29,9 +29,6 @@ pub fn registered(options: &Options) -> Vec<Box<dyn AdmissionCheckController>> {
 
 /// One admission check's controller, driven by the manager's loop.
 pub trait AdmissionCheckController: Send {
-    /// The `spec.controllerName` of the AdmissionChecks it serves.
-    fn controller_name(&self) -> &'static str;
-
     /// What it watches beyond the core kinds (which it reads from the [`World`]).
     fn watches(&self, client: &Client) -> Vec<Watch>;
 

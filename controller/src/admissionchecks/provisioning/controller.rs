@@ -637,10 +637,6 @@ impl Controller {
 }
 
 impl AdmissionCheckController for Controller {
-    fn controller_name(&self) -> &'static str {
-        controller_name::PROVISIONING_REQUEST
-    }
-
     fn watches(&self, client: &Client) -> Vec<Watch> {
         vec![
             watch::<ProvisioningRequestConfig>(client, watcher::Config::default()),
