@@ -188,7 +188,12 @@ impl State {
                     blank_ages(members, &self.age_columns);
                 }
             }
-            Json::Array(items) => items.iter_mut().for_each(|i| self.rewrite(i, key)),
+            Json::Array(items) => {
+                items.iter_mut().for_each(|i| self.rewrite(i, key));
+                if key == Some("managedFields") {
+                    order_managed_fields(items);
+                }
+            }
             Json::String(s) => {
                 *s = match key {
                     Some("resourceVersion") if rv_number(&Json::String(s.clone())).is_some() => {
@@ -262,6 +267,22 @@ impl State {
             })
             .into_owned()
     }
+}
+
+/// Both servers sort managedFields by operation, then by the entry's time in whole seconds, then
+/// by manager, apiVersion and subresource. Times are blanked, and whether two writes fell in the
+/// same second is chance (a status write a controller makes just after a create lands in the
+/// next second or not), so the entries are put in that order without the time.
+fn order_managed_fields(entries: &mut [Json]) {
+    let text = |e: &Json, k: &str| e.get(k).and_then(Json::as_str).unwrap_or("").to_string();
+    entries.sort_by_cached_key(|e| {
+        (
+            text(e, "operation"),
+            text(e, "manager"),
+            text(e, "apiVersion"),
+            text(e, "subresource"),
+        )
+    });
 }
 
 fn rv_number(v: &Json) -> Option<u64> {
@@ -489,6 +510,43 @@ mod tests {
         let d = doc(&a[0]);
         assert!(d.contains(r#"["a","<age>"]"#), "{d}");
         assert!(d.contains(r#""creationTimestamp":"<time>""#), "{d}");
+    }
+
+    #[test]
+    fn managed_fields_are_ordered_without_their_times() {
+        // The same two writes, once in one second and once across a second boundary.
+        let entries = |first: &str, second: &str| {
+            format!(r#"{{"metadata":{{"name":"a","managedFields":[{first},{second}]}}}}"#)
+        };
+        let create = r#"{"manager":"kubectl","operation":"Update","time":"2026-11-24T13:09:08Z"}"#;
+        let same = r#"{"manager":"kube-apiserver","operation":"Update","time":"2026-11-24T13:09:08Z","subresource":"status"}"#;
+        let later = r#"{"manager":"kube-apiserver","operation":"Update","time":"2026-11-24T13:09:09Z","subresource":"status"}"#;
+        let apply = r#"{"manager":"z","operation":"Apply","time":"2026-11-24T13:09:09Z"}"#;
+        let mut a = vec![
+            answer(&entries(same, create)),
+            answer(&entries(create, later)),
+            answer(&entries(create, apply)),
+        ];
+        sequence_of(&mut a);
+        let managers = |a: &Answer| match &a.body {
+            Body::Json { doc, .. } => match doc.pointer("/metadata/managedFields") {
+                Some(Json::Array(items)) => items
+                    .iter()
+                    .map(|e| {
+                        e.get("manager")
+                            .and_then(Json::as_str)
+                            .unwrap_or("")
+                            .to_string()
+                    })
+                    .collect::<Vec<_>>(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(managers(&a[0]), ["kube-apiserver", "kubectl"]);
+        assert_eq!(managers(&a[1]), managers(&a[0]));
+        // The operation still comes first: Apply entries before Update ones.
+        assert_eq!(managers(&a[2]), ["z", "kubectl"]);
     }
 
     #[test]
