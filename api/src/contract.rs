@@ -24,9 +24,15 @@ pub const FAILED_IS_TERMINAL: &str = "Failed=True is terminal";
 pub const REVOKED_IS_TERMINAL: &str = "CapacityRevoked=True is terminal";
 /// A reason such as `capacity_found`.
 pub const REASONS_ARE_CAMEL_CASE: &str = "condition reasons are CamelCase";
-/// A request provisioned although its PodTemplates do not exist.
+/// A request whose PodTemplates do not exist, provisioned or left waiting. Upstream's classes fail
+/// it (`Failed=True`, reason `FailedToCreatePods`), and Kueue relies on that to retry the check.
 pub const MISSING_TEMPLATES_HANDLED: &str =
-    "a request whose PodTemplates are missing is failed or kept waiting, never provisioned";
+    "a request whose PodTemplates are missing is Failed=True (upstream: FailedToCreatePods)";
+/// `Provisioned=True` that turns False, Unknown or disappears while the booking still holds.
+pub const PROVISIONED_IS_KEPT: &str = "Provisioned=True is kept until the request is deleted, its booking ends or its capacity is revoked";
+/// `Provisioned=True` on a request for pods the options say the class can never provision.
+pub const UNFIT_NEVER_PROVISIONED: &str =
+    "a request for pods that cannot fit is never Provisioned=True";
 /// A request whose fitting pods are never provisioned.
 pub const FITTING_REQUESTS_PROVISIONED: &str =
     "a request whose pods fit the cluster is provisioned";

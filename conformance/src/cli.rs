@@ -137,6 +137,7 @@ fn run(args: Args, embedded: Option<&dyn EmbeddedWorld>) -> anyhow::Result<bool>
         skip_tests: args.skip_tests.clone(),
         fail_fast: args.fail_fast,
         no_cleanup: args.no_cleanup,
+        serial: false,
         // Embedded worlds are fresh; on a cluster, a name of its own per run.
         run_id: if cluster {
             format!("{:x}", jiff::Timestamp::now().as_millisecond() % 0xf_ffff)

@@ -28,6 +28,8 @@ pub struct Selection {
     pub fail_fast: bool,
     /// Leave each test's namespace behind.
     pub no_cleanup: bool,
+    /// One test at a time (by default, tests that share no capacity run side by side).
+    pub serial: bool,
     /// This run's name: in its namespaces' names and their `tollgate.dev/conformance-run` label,
     /// so that two runs never collide and an interrupted run cleans up only its own.
     pub run_id: String,

@@ -4,7 +4,7 @@ use api::constants::provreq_condition as cond;
 use api::contract as rule;
 use futures::FutureExt;
 
-use super::{Ctx, Failure, Profile, TestCase, Which, condition, is_true};
+use super::{Ctx, Failure, Profile, Room, TestCase, Which, condition, is_true};
 
 pub fn tests() -> Vec<TestCase> {
     vec![
@@ -13,6 +13,7 @@ pub fn tests() -> Vec<TestCase> {
             description: "A new request of the class gets a condition from it.",
             profile: Profile::Core,
             features: &[],
+            room: Room::Fits,
             run: |ctx| request_answered(ctx).boxed(),
         },
         TestCase {
@@ -20,6 +21,7 @@ pub fn tests() -> Vec<TestCase> {
             description: "A request for pods that fit is Provisioned=True.",
             profile: Profile::Core,
             features: &[],
+            room: Room::Fits,
             run: |ctx| fitting_request_provisioned(ctx).boxed(),
         },
         TestCase {
@@ -28,6 +30,7 @@ pub fn tests() -> Vec<TestCase> {
                           message, or Failed=True; it is never Provisioned=True.",
             profile: Profile::Core,
             features: &[],
+            room: Room::Free,
             run: |ctx| waiting_request_shows_progress(ctx).boxed(),
         },
         TestCase {
@@ -36,6 +39,7 @@ pub fn tests() -> Vec<TestCase> {
                           never provisioned; a failure stays when the template appears.",
             profile: Profile::Core,
             features: &[],
+            room: Room::Free,
             run: |ctx| missing_templates_handled(ctx).boxed(),
         },
         TestCase {
@@ -44,6 +48,7 @@ pub fn tests() -> Vec<TestCase> {
                           for the same room is provisioned.",
             profile: Profile::Core,
             features: &[],
+            room: Room::Alone,
             run: |ctx| deletion_frees_capacity(ctx).boxed(),
         },
         TestCase {
@@ -51,6 +56,7 @@ pub fn tests() -> Vec<TestCase> {
             description: "A request's spec cannot be changed.",
             profile: Profile::Core,
             features: &[],
+            room: Room::Free,
             run: |ctx| spec_immutable(ctx).boxed(),
         },
     ]

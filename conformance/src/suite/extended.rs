@@ -4,7 +4,7 @@ use api::constants::{provisioning_class, provreq_condition as cond};
 use api::contract as rule;
 use futures::FutureExt;
 
-use super::{Ctx, Failure, Profile, TestCase, Which, condition, is_true};
+use super::{Ctx, Failure, Profile, Room, TestCase, Which, condition, is_true};
 use crate::options::Feature;
 
 pub fn tests() -> Vec<TestCase> {
@@ -14,6 +14,7 @@ pub fn tests() -> Vec<TestCase> {
             description: "With noRetry: \"true\", a request that cannot be provisioned is Failed=True.",
             profile: Profile::Extended,
             features: &[Feature::NoRetry],
+            room: Room::Free,
             run: |ctx| no_retry_fails(ctx).boxed(),
         },
         TestCase {
@@ -21,6 +22,7 @@ pub fn tests() -> Vec<TestCase> {
             description: "A request that cannot be provisioned whole adds no Nodes.",
             profile: Profile::Extended,
             features: &[Feature::AtomicScaleUp],
+            room: Room::Alone,
             run: |ctx| no_partial_capacity(ctx).boxed(),
         },
         TestCase {
@@ -28,6 +30,7 @@ pub fn tests() -> Vec<TestCase> {
             description: "A provisioned request's booking ends: BookingExpired=True.",
             profile: Profile::Extended,
             features: &[Feature::BookingExpiry],
+            room: Room::Fits,
             run: |ctx| booking_expires(ctx).boxed(),
         },
         TestCase {
@@ -36,6 +39,7 @@ pub fn tests() -> Vec<TestCase> {
                           its booking ends: BookingExpired=True.",
             profile: Profile::Extended,
             features: &[Feature::BookingConsumed],
+            room: Room::Fits,
             run: |ctx| booking_consumed(ctx).boxed(),
         },
         TestCase {
@@ -44,6 +48,7 @@ pub fn tests() -> Vec<TestCase> {
                           revoked once it has passed: CapacityRevoked=True.",
             profile: Profile::Extended,
             features: &[Feature::CapacityRevoked],
+            room: Room::Fits,
             run: |ctx| capacity_revoked(ctx).boxed(),
         },
         TestCase {
@@ -51,6 +56,7 @@ pub fn tests() -> Vec<TestCase> {
             description: "A request not provisioned within ValidUntilSeconds is Failed=True.",
             profile: Profile::Extended,
             features: &[Feature::ValidUntilSeconds],
+            room: Room::Free,
             run: |ctx| valid_until_seconds(ctx).boxed(),
         },
         TestCase {
@@ -58,6 +64,7 @@ pub fn tests() -> Vec<TestCase> {
             description: "A provisioned request carries status.provisioningClassDetails.",
             profile: Profile::Extended,
             features: &[Feature::ProvisioningClassDetails],
+            room: Room::Fits,
             run: |ctx| class_details(ctx).boxed(),
         },
         TestCase {
@@ -65,6 +72,7 @@ pub fn tests() -> Vec<TestCase> {
             description: "A provisioned request is deleted once old enough.",
             profile: Profile::Extended,
             features: &[Feature::GarbageCollection],
+            room: Room::Fits,
             run: |ctx| old_requests_collected(ctx).boxed(),
         },
     ]

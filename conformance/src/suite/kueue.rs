@@ -19,7 +19,7 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::{Ctx, Failure, Profile, TestCase};
+use super::{Ctx, Failure, Profile, Room, TestCase};
 
 pub fn tests() -> Vec<TestCase> {
     vec![TestCase {
@@ -29,6 +29,7 @@ pub fn tests() -> Vec<TestCase> {
                       the Job's pods run on the capacity, tied to the request.",
         profile: Profile::Kueue,
         features: &[],
+        room: Room::Fits,
         run: |ctx| job_admitted_after_provisioning(ctx).boxed(),
     }]
 }

@@ -51,7 +51,22 @@ pub struct TestCase {
     pub profile: Profile,
     /// The features the class must claim for the test to run.
     pub features: &'static [Feature],
+    /// What it needs of the cluster's capacity, which decides what it may run beside.
+    pub room: Room,
     pub run: for<'a> fn(&'a Ctx) -> BoxFuture<'a, Result<(), Failure>>,
+}
+
+/// What a test needs of the cluster's capacity. Tests run in namespaces of their own, so only
+/// capacity keeps them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Room {
+    /// The cluster as the class left it, with nothing else running: such tests run alone, first.
+    Alone,
+    /// The room the cluster has for the `fits` pods once: one such test at a time.
+    Fits,
+    /// No capacity (only pods that never fit, or no request provisioned): runs beside any test
+    /// but an `Alone` one.
+    Free,
 }
 
 /// The tests that need the cluster as the class left it before the suite: room for the `fits`
