@@ -11,6 +11,7 @@ use anyhow::Context;
 use clap::Parser;
 
 use crate::options::{Feature, Options};
+use crate::preflight;
 use crate::reference::ReferenceClass;
 use crate::report::{self, ConformanceReport};
 use crate::runner::{Outcome, Selection, TestResult};
@@ -33,9 +34,19 @@ pub trait EmbeddedWorld {
     fn mutants(&self) -> anyhow::Result<bool>;
 }
 
-/// The conformance suite for ProvisioningRequest provisioning classes. Without --kubeconfig,
-/// --context or --options it runs embedded: a fake API server on virtual time with the fake
-/// autoscaler's reference classes (only `cargo xtask conformance` has that world built in).
+/// The conformance suite for ProvisioningRequest provisioning classes.
+///
+/// The cluster: --kubeconfig, --context or --options (with its `kubeconfig`) name it. Without
+/// them, `conformance` tests the current context of the kubeconfig kubectl would use
+/// ($KUBECONFIG, else ~/.kube/config) and says which; `cargo xtask conformance` instead runs the
+/// fake autoscaler's reference classes on virtual time (--class then picks one of them).
+///
+/// Before any test on a cluster, it checks that the cluster answers, serves the ProvisioningRequest
+/// CRD (and Kueue's, with --kueue), and that the credentials have the rights conformance/rbac.yaml
+/// lists.
+///
+/// Exit status: 0 every profile succeeded; 1 the class got a verdict that is not success; 2 no
+/// verdict (bad flags or options, cluster unreachable, CRDs or rights missing, interrupted).
 #[derive(Parser, Debug)]
 #[command(name = "conformance", version)]
 struct Args {
@@ -94,6 +105,9 @@ struct Args {
     /// Stop at the first failed test.
     #[arg(long)]
     fail_fast: bool,
+    /// Run one test at a time (by default, tests that share no capacity run side by side).
+    #[arg(long)]
+    serial: bool,
     /// List the tests that would run, and why others would not, then exit.
     #[arg(long)]
     list: bool,
@@ -112,11 +126,17 @@ struct Args {
     mutants: bool,
 }
 
+/// What tracing shows without RUST_LOG: the suite's warnings, not the kube client's own logs (an
+/// unreachable cluster would otherwise flood the terminal; the suite reports errors itself).
+const QUIET_CLIENT: &str =
+    "warn,kube=off,kube_client=off,kube_runtime=off,hyper=off,hyper_util=off,tower=off,rustls=off";
+
 /// Parses the command line and runs, against a cluster or in `embedded` when given.
 pub fn main(embedded: Option<&dyn EmbeddedWorld>) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| QUIET_CLIENT.into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -130,38 +150,70 @@ pub fn main(embedded: Option<&dyn EmbeddedWorld>) -> ExitCode {
     }
 }
 
+/// Which cluster a run tests.
+enum Target {
+    /// Named by --kubeconfig, --context or --options.
+    Given,
+    /// The current context of the kubeconfig kubectl would use (the vendor's binary, no flags).
+    AsKubectlWould,
+}
+
 fn run(args: Args, embedded: Option<&dyn EmbeddedWorld>) -> anyhow::Result<bool> {
-    let cluster = args.kubeconfig.is_some() || args.options.is_some() || args.context.is_some();
-    let selection = Selection {
+    let given = args.kubeconfig.is_some() || args.options.is_some() || args.context.is_some();
+    let target = match (given, embedded) {
+        (false, Some(world)) => return run_embedded(&args, world),
+        (true, _) => Target::Given,
+        (false, None) => Target::AsKubectlWould,
+    };
+    if args.broken.is_some() || args.mutants {
+        anyhow::bail!(
+            "--broken and --mutants play the fake autoscaler's broken variants, which only the \
+             embedded world has: `cargo xtask conformance` without --kubeconfig, --context or \
+             --options"
+        );
+    }
+    run_cluster(&args, target)
+}
+
+fn selection(args: &Args, run_id: String) -> Selection {
+    Selection {
         run_tests: args.run_tests.clone(),
         skip_tests: args.skip_tests.clone(),
         fail_fast: args.fail_fast,
         no_cleanup: args.no_cleanup,
-        serial: false,
-        // Embedded worlds are fresh; on a cluster, a name of its own per run.
-        run_id: if cluster {
-            format!("{:x}", jiff::Timestamp::now().as_millisecond() % 0xf_ffff)
-        } else {
-            "run".into()
-        },
-    };
-    if cluster {
-        return run_cluster(&args, &selection);
+        serial: args.serial,
+        run_id,
     }
-    let Some(world) = embedded else {
-        anyhow::bail!(
-            "give the cluster to test: --kubeconfig, --context or --options. This binary has no \
-             embedded world; the suite's own check against the fake autoscaler's reference \
-             classes is `cargo xtask conformance`"
-        );
+}
+
+/// The fake autoscaler's reference classes (or the one --class names) on virtual time. --class
+/// never relabels them: a vendor's class is tested on a cluster.
+fn run_embedded(args: &Args, world: &dyn EmbeddedWorld) -> anyhow::Result<bool> {
+    let classes = match &args.class_name {
+        None => ReferenceClass::ALL.to_vec(),
+        Some(name) => match ReferenceClass::ALL.iter().find(|c| c.class_name() == name) {
+            Some(class) => vec![*class],
+            None => {
+                let known: Vec<&str> = ReferenceClass::ALL.iter().map(|c| c.class_name()).collect();
+                anyhow::bail!(
+                    "`{name}` is not one of the reference classes ({}). A vendor's class is \
+                     tested on a cluster: give --kubeconfig, --context or --options, or use the \
+                     `conformance` binary",
+                    known.join(", ")
+                );
+            }
+        },
     };
     if args.mutants {
         return world.mutants();
     }
+    // Embedded worlds are fresh: no other run to keep apart from.
+    let selection = selection(args, "run".into());
     let mut passed = true;
-    for class in ReferenceClass::ALL {
+    for class in classes {
         let mut options = class.options();
-        apply_flags(&mut options, &args)?;
+        apply_flags(&mut options, args)?;
+        options.check().map_err(anyhow::Error::msg)?;
         if args.list {
             list(&options, &selection);
             continue;
@@ -172,14 +224,14 @@ fn run(args: Args, embedded: Option<&dyn EmbeddedWorld>) -> anyhow::Result<bool>
         });
         bar.finish_and_clear();
         let results = results?;
-        let reproduce = "cargo xtask conformance".to_string();
+        let reproduce = reproduce(args, Mode::Embedded(class.class_name()));
         passed &= publish(&options, &results, "embedded", reproduce, &args.report_dir)?;
     }
     Ok(passed)
 }
 
-/// Against a real cluster, on real time.
-fn run_cluster(args: &Args, selection: &Selection) -> anyhow::Result<bool> {
+/// Against a real cluster, on real time, once the preflight says the suite can give a verdict.
+fn run_cluster(args: &Args, target: Target) -> anyhow::Result<bool> {
     let mut options = match &args.options {
         Some(path) => Options::load(path)?,
         None => Options::default(),
@@ -188,27 +240,43 @@ fn run_cluster(args: &Args, selection: &Selection) -> anyhow::Result<bool> {
     if args.kubeconfig.is_some() {
         options.kubeconfig = args.kubeconfig.clone();
     }
+    // A name of its own per run, so that two runs on one cluster never collide.
+    let run_id = format!("{:x}", jiff::Timestamp::now().as_millisecond() % 0xf_ffff);
+    let selection = selection(args, run_id);
     if args.list {
-        list(&options, selection);
+        list(&options, &selection);
         return Ok(true);
     }
-    options.check().map_err(anyhow::Error::msg)?;
     let runtime = tokio::runtime::Runtime::new()?;
-    let bar = progress_bar(&options, selection);
+    let config = runtime.block_on(async {
+        match target {
+            Target::Given => {
+                preflight::explicit(options.kubeconfig.as_deref(), options.context.as_deref()).await
+            }
+            Target::AsKubectlWould => {
+                let (config, said) = preflight::as_kubectl_would().await?;
+                eprintln!("{said}");
+                Ok(config)
+            }
+        }
+    })?;
+    options.check().map_err(anyhow::Error::msg)?;
+    let server = preflight::server_of(&config);
     let results = runtime.block_on(async {
-        let client = support::connect(options.kubeconfig.as_deref(), options.context.as_deref())
-            .await
-            .context("connecting to the cluster")?;
+        let client = kube::Client::try_from(config).context("connecting to the cluster")?;
+        preflight::check(&client, &server, &options).await?;
+        let bar = progress_bar(&options, &selection);
         let run = crate::runner::run(
             &client,
             &options,
-            selection,
+            &selection,
             support::Clock::system(),
             |r| progress(&bar, r),
         );
-        tokio::select! {
-            results = run => Ok::<_, anyhow::Error>(results),
+        let results = tokio::select! {
+            results = run => results,
             _ = tokio::signal::ctrl_c() => {
+                bar.finish_and_clear();
                 // Dropping the run stops its test; what it made carries this run's label.
                 if !selection.no_cleanup {
                     eprintln!("interrupted: deleting what this run made");
@@ -216,15 +284,96 @@ fn run_cluster(args: &Args, selection: &Selection) -> anyhow::Result<bool> {
                 }
                 anyhow::bail!("interrupted")
             }
-        }
+        };
+        bar.finish_and_clear();
+        Ok::<_, anyhow::Error>(results)
     })?;
-    bar.finish_and_clear();
-    let mut reproduce = String::from("conformance");
-    if let Some(path) = &args.options {
-        reproduce.push_str(&format!(" --options {}", path.display()));
-    }
-    reproduce.push_str(" --kubeconfig <your kubeconfig>");
+    let reproduce = reproduce(args, Mode::Cluster);
     publish(&options, &results, "cluster", reproduce, &args.report_dir)
+}
+
+/// Where a run happened, for the command that reproduces it.
+#[derive(Clone, Copy)]
+enum Mode<'a> {
+    Cluster,
+    /// The embedded world, testing this reference class.
+    Embedded(&'a str),
+}
+
+/// The command that reproduces a run, for report.yaml: the flags that changed what was tested,
+/// with no local path in it (files by name, the kubeconfig as a placeholder).
+fn reproduce(args: &Args, mode: Mode) -> String {
+    let mut words: Vec<String> = vec![];
+    let mut flag = |name: &str, value: &str| {
+        words.push(name.to_string());
+        words.push(shell_word(value));
+    };
+    let file_name = |path: &Path| {
+        path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    let class = match mode {
+        Mode::Cluster => args.class_name.as_deref(),
+        Mode::Embedded(class) => Some(class),
+    };
+    if let (Mode::Cluster, Some(path)) = (mode, &args.options) {
+        flag("--options", &file_name(path));
+    }
+    if let Some(class) = class {
+        flag("--class", class);
+    }
+    for p in &args.parameters {
+        flag("--parameter", p);
+    }
+    if let Some(path) = &args.fits {
+        flag("--fits", &file_name(path));
+    }
+    if let Some(path) = &args.does_not_fit {
+        flag("--does-not-fit", &file_name(path));
+    }
+    for f in &args.features {
+        flag("--feature", f);
+    }
+    for t in &args.timeouts {
+        flag("--timeout", t);
+    }
+    for t in &args.run_tests {
+        flag("--run-test", t);
+    }
+    if !args.skip_tests.is_empty() {
+        flag("--skip-tests", &args.skip_tests.join(","));
+    }
+    if let (Mode::Embedded(_), Some(broken)) = (mode, &args.broken) {
+        flag("--broken", broken);
+    }
+    for (set, name) in [(args.kueue, "--kueue"), (args.serial, "--serial")] {
+        if set {
+            words.push(name.into());
+        }
+    }
+    let command = match mode {
+        Mode::Cluster => "conformance --kubeconfig <your kubeconfig>",
+        Mode::Embedded(_) => "cargo xtask conformance",
+    };
+    std::iter::once(command.to_string())
+        .chain(words)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `value` as one shell word: as is when plain, else single-quoted.
+fn shell_word(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.,:=/@%+".contains(c));
+    if plain {
+        value.to_string()
+    } else {
+        format!("'{}'", value.replace('\'', r"'\''"))
+    }
 }
 
 /// Deletes the namespaces and cluster-scoped Kueue objects this run made (they carry its label).
@@ -312,7 +461,7 @@ fn list(options: &Options, selection: &Selection) {
             Some(_) => String::new(),
         };
         println!(
-            "  {:<34} {:<9} {what}\n      {}",
+            "  {:<34} {:<12} {what}\n      {}",
             test.name,
             test.profile.name(),
             test.description
@@ -376,4 +525,67 @@ fn publish(
     println!("{}", report::summary(&report, results));
     println!("report: {}", dir.join("report.yaml").display());
     Ok(report.passed())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("conformance").chain(line.iter().copied()))
+            .expect("flags parse")
+    }
+
+    #[test]
+    fn reproduce_names_files_by_name_and_keeps_the_flags_that_changed_the_options() {
+        let args = args(&[
+            "--options",
+            "/home/vendor/secret/options.yaml",
+            "--kubeconfig",
+            "/home/vendor/.kube/prod",
+            "--class",
+            "queued.example.com",
+            "--parameter",
+            "region=us central",
+            "--fits",
+            "/tmp/x/fits.yaml",
+            "--does-not-fit",
+            "/tmp/x/huge.yaml",
+            "--feature",
+            "BookingExpiry",
+            "--timeout",
+            "provisioned=20m",
+            "--run-test",
+            "request-answered",
+            "--skip-tests",
+            "a,b",
+            "--kueue",
+            "--serial",
+            "--organization",
+            "Example",
+        ]);
+        assert_eq!(
+            reproduce(&args, Mode::Cluster),
+            "conformance --kubeconfig <your kubeconfig> --options options.yaml --class \
+             queued.example.com --parameter 'region=us central' --fits fits.yaml --does-not-fit \
+             huge.yaml --feature BookingExpiry --timeout provisioned=20m --run-test \
+             request-answered --skip-tests a,b --kueue --serial"
+        );
+    }
+
+    #[test]
+    fn reproduce_of_an_embedded_run_names_its_reference_class() {
+        let args = args(&["--broken", "snake-case-reasons"]);
+        assert_eq!(
+            reproduce(&args, Mode::Embedded("check-capacity.autoscaling.x-k8s.io")),
+            "cargo xtask conformance --class check-capacity.autoscaling.x-k8s.io --broken \
+             snake-case-reasons"
+        );
+    }
+
+    #[test]
+    fn serial_reaches_the_selection() {
+        assert!(selection(&args(&["--serial"]), "r".into()).serial);
+        assert!(!selection(&args(&[]), "r".into()).serial);
+    }
 }

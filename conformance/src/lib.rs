@@ -9,6 +9,7 @@
 //! - [`report`]: the `ConformanceReport` YAML, JUnit XML and the terminal summary;
 //! - [`options`]: the vendor's options file;
 //! - [`reference`]: the options of the fake autoscaler's reference classes;
+//! - [`preflight`]: before any test, the cluster answers, serves the CRDs and grants the rights;
 //! - [`cli`]: the command line of the `conformance` binary. The suite against the reference
 //!   classes on virtual time is another package, `conformance-embedded`, so that this one links
 //!   no test machinery (tokio's test-util, the scenario engine).
@@ -33,6 +34,7 @@
 pub mod cli;
 pub mod monitor;
 pub mod options;
+pub mod preflight;
 pub mod reference;
 pub mod report;
 pub mod runner;

@@ -104,6 +104,25 @@ fn history(versions: &[&str]) -> Vec<Seen> {
     &["Provisioned=False/CapacityIsNotFound@60", "Provisioned=True/CapacityIsFound@30"],
     Some(rule::TRANSITION_TIME_MOVES)
 )]
+#[case::provisioned_taken_back(
+    &["Provisioned=True/CapacityIsFound@0", "Provisioned=False/CapacityIsNotFound@60"],
+    Some(rule::PROVISIONED_IS_KEPT)
+)]
+#[case::provisioned_condition_dropped(
+    &["Accepted=True/Accepted@0, Provisioned=True/CapacityIsFound@0", "Accepted=True/Accepted@0"],
+    Some(rule::PROVISIONED_IS_KEPT)
+)]
+#[case::provisioned_taken_back_after_revocation_is_fine(
+    &["Provisioned=True/Provisioned@0",
+      "Provisioned=True/Provisioned@0, CapacityRevoked=True/MaxRunDurationExceeded@60",
+      "Provisioned=False/Revoked@120, CapacityRevoked=True/MaxRunDurationExceeded@60"],
+    None
+)]
+#[case::provisioned_again_after_a_take_back_is_still_a_take_back(
+    &["Provisioned=True/CapacityIsFound@0", "Provisioned=False/CapacityIsNotFound@60",
+      "Provisioned=True/CapacityIsFound@120"],
+    Some(rule::PROVISIONED_IS_KEPT)
+)]
 #[case::snake_case(&["Accepted=True/accepted@0"], Some(rule::REASONS_ARE_CAMEL_CASE))]
 #[case::punctuated(&["Accepted=True/Was-Accepted@0"], Some(rule::REASONS_ARE_CAMEL_CASE))]
 #[case::odd_status(&["Accepted=Yes/Accepted@0"], Some(rule::STATUS_IS_TRUE_FALSE_OR_UNKNOWN))]
@@ -111,7 +130,7 @@ fn histories_are_judged_by_the_contract(
     #[case] versions: &[&str],
     #[case] broken: Option<&'static str>,
 ) {
-    let found = check("r", &history(versions)).map(|v| v.rule);
+    let found = check("r", &history(versions), false).map(|v| v.rule);
     assert_eq!(found, broken);
 }
 
@@ -120,6 +139,7 @@ fn a_violation_says_which_request_and_what() {
     let v = check(
         "train-1",
         &history(&["Provisioned=True/CapacityIsFound@0, Failed=True/Oops@0"]),
+        false,
     )
     .expect("violation");
     assert!(v.detail.starts_with("request train-1 at "), "{}", v.detail);
@@ -128,4 +148,20 @@ fn a_violation_says_which_request_and_what() {
         "{}",
         v.detail
     );
+}
+
+#[test]
+fn pods_that_cannot_fit_are_never_provisioned() {
+    let h = history(&[
+        "Provisioned=False/CapacityIsNotFound@0",
+        "Provisioned=True/CapacityIsFound@60",
+    ]);
+    assert_eq!(
+        check("r", &h, false),
+        None,
+        "a request that fits may be provisioned"
+    );
+    let v = check("r", &h, true).expect("violation");
+    assert_eq!(v.rule, rule::UNFIT_NEVER_PROVISIONED);
+    assert!(v.detail.contains("podTemplates.doesNotFit"), "{}", v.detail);
 }

@@ -137,6 +137,11 @@ impl Feature {
 }
 
 /// Named timeouts; every one can be overridden in the file or with `--timeout NAME=DURATION`.
+///
+/// Two of them bound waits for something that must *not* happen, and a wait too short to see it
+/// would pass a class that breaks the rule. So they are tied to others ([`Timeouts::check`]) and
+/// to the class's own pace (the suite watches at least twice as long as the class took to answer
+/// any request in the run; the report records both).
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Timeouts {
@@ -149,13 +154,24 @@ pub struct Timeouts {
     /// Until a request that cannot be provisioned shows it (Provisioned=False or Failed=True).
     #[serde(default = "minutes::<5>")]
     pub progress: GoDuration,
-    /// Until a waiting request is provisioned once room is freed (upstream retries up to 10m apart).
-    #[serde(default = "minutes::<15>")]
+    /// Until a waiting request is provisioned once room is freed (upstream retries 1m after a
+    /// first miss). Must be shorter than `booking`.
+    #[serde(default = "minutes::<5>")]
     pub retry: GoDuration,
-    /// How long a terminal or unprovisionable request is watched for a change it must not make.
-    #[serde(default = "minutes::<2>")]
+    /// How long a request is watched for a change it must not make (taking back Provisioned=True,
+    /// leaving Failed=True, provisioning pods that cannot fit). At least twice the slowest answer
+    /// the class gave in the run.
+    #[serde(default = "seconds::<30>")]
     pub hold: GoDuration,
-    /// Until `BookingExpired=True` after `Provisioned=True` (upstream books for 10m).
+    /// How long new Nodes take to appear once the class decides to add them: the wait for Nodes
+    /// an atomic class must not add.
+    #[serde(default = "minutes::<2>")]
+    pub scale_up: GoDuration,
+    /// How long the class books a provisioned request's capacity (upstream: 10m). A wait for
+    /// capacity freed by a deletion ends before the booking would have ended on its own.
+    #[serde(default = "minutes::<10>")]
+    pub booking: GoDuration,
+    /// Until `BookingExpired=True` after `Provisioned=True`. At least `booking`.
     #[serde(default = "minutes::<12>")]
     pub booking_expiry: GoDuration,
     /// Until an old finished request is deleted (upstream: 7 days).
@@ -172,8 +188,10 @@ impl Default for Timeouts {
             accepted: minutes::<2>(),
             provisioned: minutes::<15>(),
             progress: minutes::<5>(),
-            retry: minutes::<15>(),
-            hold: minutes::<2>(),
+            retry: minutes::<5>(),
+            hold: seconds::<30>(),
+            scale_up: minutes::<2>(),
+            booking: minutes::<10>(),
             booking_expiry: minutes::<12>(),
             garbage_collection: garbage_collection(),
             cleanup: minutes::<2>(),
@@ -183,42 +201,93 @@ impl Default for Timeouts {
 
 impl Timeouts {
     /// The names `--timeout` accepts.
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 10] = [
         "accepted",
         "provisioned",
         "progress",
         "retry",
         "hold",
+        "scaleUp",
+        "booking",
         "bookingExpiry",
         "garbageCollection",
         "cleanup",
     ];
 
-    /// Sets one timeout by name.
-    pub fn set(&mut self, name: &str, value: GoDuration) -> Result<(), String> {
-        let slot = match name {
+    /// Every timeout with its name, in the order of [`Timeouts::NAMES`].
+    pub fn named(&self) -> [(&'static str, GoDuration); 10] {
+        [
+            ("accepted", self.accepted),
+            ("provisioned", self.provisioned),
+            ("progress", self.progress),
+            ("retry", self.retry),
+            ("hold", self.hold),
+            ("scaleUp", self.scale_up),
+            ("booking", self.booking),
+            ("bookingExpiry", self.booking_expiry),
+            ("garbageCollection", self.garbage_collection),
+            ("cleanup", self.cleanup),
+        ]
+    }
+
+    fn slot(&mut self, name: &str) -> Option<&mut GoDuration> {
+        Some(match name {
             "accepted" => &mut self.accepted,
             "provisioned" => &mut self.provisioned,
             "progress" => &mut self.progress,
             "retry" => &mut self.retry,
             "hold" => &mut self.hold,
+            "scaleUp" => &mut self.scale_up,
+            "booking" => &mut self.booking,
             "bookingExpiry" => &mut self.booking_expiry,
             "garbageCollection" => &mut self.garbage_collection,
             "cleanup" => &mut self.cleanup,
-            other => {
-                return Err(format!(
-                    "unknown timeout `{other}` (known: {})",
-                    Self::NAMES.join(", ")
-                ));
-            }
-        };
+            _ => return None,
+        })
+    }
+
+    /// Sets one timeout by name.
+    pub fn set(&mut self, name: &str, value: GoDuration) -> Result<(), String> {
+        let slot = self.slot(name).ok_or_else(|| {
+            format!(
+                "unknown timeout `{name}` (known: {})",
+                Self::NAMES.join(", ")
+            )
+        })?;
         *slot = value;
+        Ok(())
+    }
+
+    /// Refuses settings under which a test could not see the rule it checks, saying why.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some((name, _)) = self.named().into_iter().find(|(_, d)| d.get().is_zero()) {
+            return Err(format!("timeouts.{name}: must be longer than zero"));
+        }
+        if self.retry.get() >= self.booking.get() {
+            return Err(format!(
+                "timeouts.retry ({}) must be shorter than timeouts.booking ({}): a class that \
+                 ignores a deletion frees the capacity anyway when the booking ends, so a longer \
+                 wait could not tell it from one that freed it at once",
+                self.retry, self.booking
+            ));
+        }
+        if self.booking_expiry.get() < self.booking.get() {
+            return Err(format!(
+                "timeouts.bookingExpiry ({}) must be at least timeouts.booking ({}): \
+                 BookingExpired=True comes when the booking ends",
+                self.booking_expiry, self.booking
+            ));
+        }
         Ok(())
     }
 }
 
 fn minutes<const N: u64>() -> GoDuration {
     GoDuration(Duration::from_secs(N * 60))
+}
+
+fn seconds<const N: u64>() -> GoDuration {
+    GoDuration(Duration::from_secs(N))
 }
 
 fn garbage_collection() -> GoDuration {
@@ -286,10 +355,67 @@ impl Options {
                 return Err(format!("{field}.count: must be at least 1"));
             }
         }
-        Ok(())
+        self.timeouts.check()
     }
 
     pub fn claims(&self, feature: Feature) -> bool {
         self.features.contains(&feature)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(name: &str, value: &str) -> Timeouts {
+        let mut t = Timeouts::default();
+        t.set(name, GoDuration::parse(value).expect("duration"))
+            .expect("known");
+        t
+    }
+
+    #[test]
+    fn the_defaults_open_no_gap() {
+        assert_eq!(Timeouts::default().check(), Ok(()));
+    }
+
+    #[test]
+    fn a_retry_as_long_as_the_booking_is_refused_saying_why() {
+        // The old default: a class ignoring deletion got its capacity back when the booking ended.
+        let err = with("retry", "15m").check().expect_err("refused");
+        assert!(
+            err.starts_with("timeouts.retry (15m0s) must be shorter than timeouts.booking (10m0s)"),
+            "{err}"
+        );
+        assert!(err.contains("ignores a deletion"), "{err}");
+        assert_eq!(with("retry", "9m59s").check(), Ok(()));
+    }
+
+    #[test]
+    fn booking_expiry_shorter_than_the_booking_and_zero_timeouts_are_refused() {
+        let err = with("bookingExpiry", "5m").check().expect_err("refused");
+        assert!(
+            err.starts_with("timeouts.bookingExpiry (5m0s) must be at least"),
+            "{err}"
+        );
+        let err = with("hold", "0s").check().expect_err("refused");
+        assert_eq!(err, "timeouts.hold: must be longer than zero");
+    }
+
+    #[test]
+    fn every_named_timeout_can_be_set_and_read_back() {
+        for name in Timeouts::NAMES {
+            let t = with(name, "7s");
+            let read = t.named().into_iter().find(|(n, _)| *n == name);
+            assert_eq!(
+                read.map(|(_, d)| d.to_string()),
+                Some("7s".into()),
+                "{name}"
+            );
+        }
+        let err = Timeouts::default()
+            .set("soon", GoDuration::default())
+            .expect_err("unknown");
+        assert!(err.contains("known: accepted, provisioned"), "{err}");
     }
 }

@@ -1,7 +1,9 @@
-//! Runs the selected tests one by one, each in a namespace of its own that is deleted afterwards,
+//! Runs the selected tests, side by side where they share no capacity, each in a namespace of its
+//! own that is deleted afterwards,
 //! checks the contract's rules on every request version the test caused, and collects a
 //! diagnostic bundle when a test fails.
 
+use std::cell::{Cell, RefCell};
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
@@ -14,9 +16,9 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Client, ResourceExt};
 
-use crate::monitor::{self, Histories, Monitor};
+use crate::monitor::{Histories, Monitor, Pace};
 use crate::options::Options;
-use crate::suite::{self, Ctx, Failure, Profile, TestCase};
+use crate::suite::{self, Ctx, Failure, Profile, Room, TestCase};
 
 /// Which tests to run, and how.
 #[derive(Clone, Debug, Default)]
@@ -62,6 +64,11 @@ pub struct TestResult {
     /// What a vendor needs to debug a failure: requests, their condition history, Events,
     /// PodTemplates, Nodes (YAML).
     pub diagnostics: Option<String>,
+    /// The longest the class took to give one of the test's requests its first condition.
+    pub slowest_answer: Option<Duration>,
+    /// The shortest window the test watched for a change that must not come, if it watched one
+    /// to its end.
+    pub shortest_hold: Option<Duration>,
 }
 
 /// Why each test would be skipped, or `None` when it runs.
@@ -102,18 +109,80 @@ fn skipped(reason: &str, unclaimed: bool) -> Outcome {
     }
 }
 
-/// Runs the plan against the cluster `client` talks to. `progress` hears of each result.
+/// Runs the plan against the cluster `client` talks to. `progress` hears of each result as it
+/// comes; the results come back in the plan's order.
+///
+/// Unless `selection.serial`, tests run side by side where they share no capacity (see
+/// [`Room`]): first each `Alone` test by itself, then the tests needing the `fits` room one after
+/// another, with every other test beside them. `fail_fast` skips the tests not yet started.
 pub async fn run(
     client: &Client,
     options: &Options,
     selection: &Selection,
     clock: support::Clock,
-    mut progress: impl FnMut(&TestResult),
+    progress: impl FnMut(&TestResult),
 ) -> Vec<TestResult> {
-    let mut results = vec![];
-    let mut stop = false;
-    for (index, (test, skip)) in plan(options, selection).into_iter().enumerate() {
-        let skip = match (skip, stop) {
+    let shared = Shared {
+        client,
+        options,
+        selection,
+        clock,
+        pace: Pace::default(),
+        stop: Cell::new(false),
+        progress: RefCell::new(progress),
+        results: RefCell::new(Vec::new()),
+    };
+    let planned: Vec<(usize, TestCase, Option<Outcome>)> = plan(options, selection)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (test, skip))| (i, test, skip))
+        .collect();
+    if selection.serial {
+        for (index, test, skip) in planned {
+            shared.one(index, test, skip).await;
+        }
+    } else {
+        let (alone, rest): (Vec<_>, Vec<_>) = planned
+            .into_iter()
+            .partition(|(_, t, skip)| t.room == Room::Alone && skip.is_none());
+        for (index, test, skip) in alone {
+            shared.one(index, test, skip).await;
+        }
+        let (fits, free): (Vec<_>, Vec<_>) = rest
+            .into_iter()
+            .partition(|(_, t, skip)| t.room == Room::Fits && skip.is_none());
+        let fits_lane = async {
+            for (index, test, skip) in fits {
+                shared.one(index, test, skip).await;
+            }
+        };
+        let beside = futures::future::join_all(
+            free.into_iter()
+                .map(|(index, test, skip)| shared.one(index, test, skip)),
+        );
+        futures::future::join(fits_lane, beside).await;
+    }
+    let mut results = shared.results.into_inner();
+    results.sort_by_key(|(index, _)| *index);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// What every test of a run shares.
+struct Shared<'a, F> {
+    client: &'a Client,
+    options: &'a Options,
+    selection: &'a Selection,
+    clock: support::Clock,
+    pace: Pace,
+    /// A test failed under `fail_fast`: the tests not yet started are skipped.
+    stop: Cell<bool>,
+    progress: RefCell<F>,
+    results: RefCell<Vec<(usize, TestResult)>>,
+}
+
+impl<F: FnMut(&TestResult)> Shared<'_, F> {
+    async fn one(&self, index: usize, test: TestCase, skip: Option<Outcome>) {
+        let skip = match (skip, self.stop.get()) {
             (Some(s), _) => Some(s),
             (None, true) => Some(skipped("not run after a failure (--fail-fast)", false)),
             (None, false) => None,
@@ -126,24 +195,26 @@ pub async fn run(
                 outcome,
                 took: Duration::ZERO,
                 diagnostics: None,
+                slowest_answer: None,
+                shortest_hold: None,
             },
-            None => run_one(client, options, selection, clock, &test, index).await,
+            None => run_one(self, &test, index).await,
         };
-        stop |= selection.fail_fast && matches!(result.outcome, Outcome::Failed(_));
-        progress(&result);
-        results.push(result);
+        if self.selection.fail_fast && matches!(result.outcome, Outcome::Failed(_)) {
+            self.stop.set(true);
+        }
+        (self.progress.borrow_mut())(&result);
+        self.results.borrow_mut().push((index, result));
     }
-    results
 }
 
-async fn run_one(
-    client: &Client,
-    options: &Options,
-    selection: &Selection,
-    clock: support::Clock,
-    test: &TestCase,
-    index: usize,
-) -> TestResult {
+async fn run_one<F>(shared: &Shared<'_, F>, test: &TestCase, index: usize) -> TestResult {
+    let (client, options, selection, clock) = (
+        shared.client,
+        shared.options,
+        shared.selection,
+        shared.clock,
+    );
     let started = tokio::time::Instant::now();
     let run = if selection.run_id.is_empty() {
         "run"
@@ -158,6 +229,8 @@ async fn run_one(
         outcome: Outcome::Passed,
         took: Duration::ZERO,
         diagnostics: None,
+        slowest_answer: None,
+        shortest_hold: None,
     };
     if let Err(e) = create_namespace(client, &namespace, run).await {
         result.outcome = Outcome::Failed(Failure::other(format!(
@@ -171,7 +244,9 @@ async fn run_one(
         namespace: namespace.clone(),
         run_id: run.to_string(),
         clock,
-        monitor: Monitor::start(client.clone(), &namespace, clock).await,
+        monitor: Monitor::start(client.clone(), &namespace, clock, shared.pace.clone()).await,
+        pace: shared.pace.clone(),
+        holds: Default::default(),
     };
     // A test that panics is a failure like any other, and its namespace is still deleted.
     let ran = match AssertUnwindSafe((test.run)(&ctx)).catch_unwind().await {
@@ -187,9 +262,15 @@ async fn run_one(
     };
     caught_up(client, &namespace, &ctx.monitor).await;
     let histories = ctx.monitor.histories();
-    let broken = histories
+    let broken = ctx.monitor.check_all();
+    result.slowest_answer = ctx.monitor.slowest_answer();
+    result.shortest_hold = ctx
+        .holds
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .find_map(|(name, h)| monitor::check(name, h));
+        .min()
+        .copied();
     result.outcome = match (broken, ran, ctx.monitor.error()) {
         (Some(v), _, _) => Outcome::Failed(Failure::rule(v.rule, v.detail)),
         (None, Err(f), _) if f.cannot_test => Outcome::Skipped {

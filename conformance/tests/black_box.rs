@@ -20,7 +20,7 @@ nodeGroups:
     maxSize: 2
     scaleUpDelay: 1s
 # Booking ends before collection, as upstream (10 minutes, 7 days).
-timing: {bookingTime: 3s, garbageCollection: 6s, retryInitial: 1s, retryMax: 2s}
+timing: {bookingTime: 8s, garbageCollection: 12s, retryInitial: 1s, retryMax: 2s}
 "#;
 
 const OPTIONS: &str = r#"
@@ -38,7 +38,7 @@ podTemplates:
         containers: [{name: c, image: registry.k8s.io/pause:3.10, resources: {requests: {nvidia.com/gpu: "4"}, limits: {nvidia.com/gpu: "4"}}}]
         tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
 features: [noRetry, AtomicScaleUp, BookingExpiry, GarbageCollection]
-timeouts: {accepted: 30s, provisioned: 30s, progress: 30s, retry: 30s, hold: 3s, bookingExpiry: 30s, garbageCollection: 30s, cleanup: 30s}
+timeouts: {accepted: 30s, provisioned: 30s, progress: 30s, retry: 5s, hold: 25s, scaleUp: 5s, booking: 8s, bookingExpiry: 30s, garbageCollection: 30s, cleanup: 30s}
 implementation: {organization: Tollgate, project: fake-autoscaler, version: test}
 "#;
 

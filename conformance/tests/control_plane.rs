@@ -15,10 +15,10 @@ use k8s_openapi::api::core::v1::Node;
 
 mod common;
 
-use common::{Killed, fake_autoscaler_binary};
+use common::{Killed, fake_autoscaler_binary, until_served};
 
 /// The embedded world's node groups and classes, with timings short enough for real time:
-/// scale-ups in a second, the vendor class queued for two, bookings of three, and collection
+/// scale-ups in a second, the vendor class queued for two, bookings of twenty, and collection
 /// after `{gc}` seconds.
 const AUTOSCALER: &str = r#"
 nodeGroups:
@@ -35,7 +35,7 @@ classes:
     behaviour: vendor
     queueDelay: 2s
     provisioningClassDetails: {NodePoolName: "{nodeGroup}", ResizeRequestName: "{request}-resize"}
-timing: {bookingTime: 3s, garbageCollection: {gc}s, retryInitial: 1s, retryMax: 2s}
+timing: {bookingTime: 20s, garbageCollection: {gc}s, retryInitial: 1s, retryMax: 2s}
 "#;
 
 /// Collection must come after every rule a test waits for, or a collected request would pass a
@@ -44,20 +44,24 @@ timing: {bookingTime: 3s, garbageCollection: {gc}s, retryInitial: 1s, retryMax: 
 fn collection_after(class: ReferenceClass) -> u64 {
     match class {
         ReferenceClass::Queued => 75,
-        _ => 6,
+        // After the 20-second booking ends.
+        _ => 30,
     }
 }
 
-/// Timeouts suited to those timings: each wait is several times what the class needs, and
-/// `hold` outlasts the autoscaler's retry so that a request revived after Failed would be seen.
+/// Timeouts suited to those timings: each wait is several times what the class needs, `hold`
+/// is more than twice the class's slowest answer (a request without its PodTemplates is failed
+/// after 10 seconds), and `retry` ends before a booking would (the suite refuses it otherwise).
 fn timeouts(class: ReferenceClass) -> Timeouts {
     let s = |n| api::config::GoDuration(Duration::from_secs(n));
     Timeouts {
         accepted: s(30),
         provisioned: s(30),
         progress: s(30),
-        retry: s(30),
-        hold: s(4),
+        retry: s(10),
+        hold: s(25),
+        scale_up: s(5),
+        booking: s(20),
         booking_expiry: s(30),
         garbage_collection: s(collection_after(class) + 30),
         cleanup: s(60),
@@ -75,6 +79,8 @@ async fn world(
     control_plane::install_crds(&client, &api::CHECKED_IN_CRDS, Duration::from_secs(60))
         .await
         .expect("Kueue's and the autoscaler's CRDs install");
+    // The suite's preflight reads discovery, which may trail Established.
+    until_served(&client, "autoscaling.x-k8s.io/v1", "provisioningrequests").await;
     let config = dir.join("autoscaler.yaml");
     std::fs::write(
         &config,
@@ -163,8 +169,8 @@ async fn the_reference_classes_pass_core_and_extended_on_kube_apiserver_and_a_br
         assert!(report.contains("mode: cluster"), "{report}");
         assert!(!report.contains("result: failure"), "{report}");
         assert!(!report.contains("result: partial"), "{report}");
-        // Both profiles ran and passed.
-        assert_eq!(report.matches("result: success").count(), 2, "{report}");
+        // Both of the class's profiles ran and passed, and so did the installation's check.
+        assert_eq!(report.matches("result: success").count(), 3, "{report}");
     }
     // A broken variant is caught on the real server too, with the rule named.
     let _broken = world(cp, dir.path(), 6, Some("snake-case-reasons")).await;

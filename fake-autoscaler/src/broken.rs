@@ -29,10 +29,18 @@ pub enum Broken {
     SnakeCaseReasons,
     /// Reports a request provisioned although its PodTemplates are missing.
     ProvisionsWithoutTemplates,
+    /// Takes `Provisioned=True` back 10 seconds later, while its booking still holds.
+    TakesBackProvisioned,
+    /// Reports a request for pods that can never fit as provisioned (booking nothing).
+    ProvisionsUnfit,
+    /// Keeps a request whose PodTemplates are missing waiting instead of failing it.
+    WaitsWithoutTemplates,
+    /// Acts only on a 45-second loop, and provisions a request after it has failed.
+    RevivesFailedOnASlowLoop,
 }
 
 impl Broken {
-    pub const ALL: [Broken; 9] = [
+    pub const ALL: [Broken; 13] = [
         Broken::ProvisionedAndFailed,
         Broken::BookingExpiredBeforeProvisioned,
         Broken::StaleTransitionTime,
@@ -42,6 +50,10 @@ impl Broken {
         Broken::RevivesFailed,
         Broken::SnakeCaseReasons,
         Broken::ProvisionsWithoutTemplates,
+        Broken::TakesBackProvisioned,
+        Broken::ProvisionsUnfit,
+        Broken::WaitsWithoutTemplates,
+        Broken::RevivesFailedOnASlowLoop,
     ];
 
     /// The kebab-case name.
@@ -56,6 +68,10 @@ impl Broken {
             Broken::RevivesFailed => "revives-failed",
             Broken::SnakeCaseReasons => "snake-case-reasons",
             Broken::ProvisionsWithoutTemplates => "provisions-without-templates",
+            Broken::TakesBackProvisioned => "takes-back-provisioned",
+            Broken::ProvisionsUnfit => "provisions-unfit",
+            Broken::WaitsWithoutTemplates => "waits-without-templates",
+            Broken::RevivesFailedOnASlowLoop => "revives-failed-on-a-slow-loop",
         }
     }
 
@@ -72,6 +88,23 @@ impl Broken {
             Broken::RevivesFailed => rule::FAILED_IS_TERMINAL,
             Broken::SnakeCaseReasons => rule::REASONS_ARE_CAMEL_CASE,
             Broken::ProvisionsWithoutTemplates => rule::MISSING_TEMPLATES_HANDLED,
+            Broken::TakesBackProvisioned => rule::PROVISIONED_IS_KEPT,
+            Broken::ProvisionsUnfit => rule::UNFIT_NEVER_PROVISIONED,
+            Broken::WaitsWithoutTemplates => rule::MISSING_TEMPLATES_HANDLED,
+            Broken::RevivesFailedOnASlowLoop => rule::FAILED_IS_TERMINAL,
+        }
+    }
+
+    /// The conformance suite's timeouts (`--timeout NAME=DURATION`) under which an earlier suite
+    /// let this variant pass: the mutants run plays the variant with them, so that the suite proves
+    /// it no longer depends on them.
+    pub fn blinding_timeouts(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            // A wait for freed capacity longer than the booking (10m) sees it freed anyway.
+            Broken::IgnoresDeletion => &[("retry", "15m")],
+            // A watch shorter than the class's loop ends before the revival.
+            Broken::RevivesFailedOnASlowLoop => &[("hold", "1s")],
+            _ => &[],
         }
     }
 
@@ -119,6 +152,27 @@ mod tests {
         }
         let err = Broken::from_name("nope").expect_err("unknown");
         assert!(err.contains("known: provisioned-and-failed"), "{err}");
+    }
+
+    #[test]
+    fn blinding_timeouts_are_durations_the_suite_reads() {
+        let blinded: Vec<(&str, &[(&str, &str)])> = Broken::ALL
+            .iter()
+            .map(|b| (b.name(), b.blinding_timeouts()))
+            .filter(|(_, t)| !t.is_empty())
+            .collect();
+        assert_eq!(
+            blinded,
+            [
+                ("ignores-deletion", &[("retry", "15m")][..]),
+                ("revives-failed-on-a-slow-loop", &[("hold", "1s")][..]),
+            ]
+        );
+        for (_, timeouts) in blinded {
+            for (_, value) in timeouts {
+                api::config::GoDuration::parse(value).expect("a Go duration");
+            }
+        }
     }
 
     #[test]

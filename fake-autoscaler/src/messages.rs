@@ -25,6 +25,17 @@ pub fn missing_templates(referenced: usize, missing: &[String]) -> String {
     )
 }
 
+/// takes-back-provisioned: `Provisioned=False`, reason `CapacityIsNotFound`, while the booking holds.
+pub const TAKEN_BACK: &str = "Capacity is no longer available, CA will try to find it again.";
+
+/// waits-without-templates: the reason of `Provisioned=False` while PodTemplates are missing.
+pub const WAITING_FOR_TEMPLATES_REASON: &str = "WaitingForPodTemplates";
+
+/// waits-without-templates: `Provisioned=False` while PodTemplates are missing.
+pub fn waiting_for_templates(missing: &str) -> String {
+    format!("Waiting for the request's pod templates: {missing}")
+}
+
 /// `Failed=True`, reason `FailedToBookCapacity`: the pods of a provisioned request cannot be built.
 pub fn failed_to_book(error: &str) -> String {
     format!("Couldn't create pods, err: {error}")

@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use api::config::GoDuration;
 use conformance::cli::EmbeddedWorld;
 use conformance::options::Options;
 use conformance::reference::ReferenceClass;
@@ -76,12 +77,24 @@ pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
+/// A reference class's options, with the timeouts under which an earlier suite let the variant
+/// pass ([`Broken::blinding_timeouts`]): the suite must catch it even so.
+pub fn blinded_options(class: ReferenceClass, variant: Broken) -> Result<Options, String> {
+    let mut options = class.options();
+    for (name, value) in variant.blinding_timeouts() {
+        let value = GoDuration::parse(value).map_err(|e| format!("timeout {name}: {e}"))?;
+        options.timeouts.set(name, value)?;
+    }
+    Ok(options)
+}
+
 /// Which test caught a broken variant: the first core test whose failure names the rule the
-/// variant breaks, else the first extended one, trying each reference class in turn.
+/// variant breaks, else the first extended one, trying each reference class in turn, each with
+/// the variant's [`blinded_options`].
 pub async fn catch(variant: Broken) -> Result<Option<(ReferenceClass, TestResult)>, String> {
     for class in ReferenceClass::ALL {
         let results = run(
-            &class.options(),
+            &blinded_options(class, variant)?,
             Some(variant),
             &Selection::default(),
             |_| {},
@@ -128,23 +141,39 @@ impl EmbeddedWorld for Reference {
                 .map_err(anyhow::Error::msg)?;
             match caught {
                 Some((class, test)) => println!(
-                    "caught  {:<36} by {} on {} ({}): {}",
+                    "caught  {:<36} by {} on {} ({}){}: {}",
                     variant.name(),
                     test.name,
                     class.class_name(),
                     test.profile.name(),
+                    with_timeouts(variant),
                     variant.rule()
                 ),
                 None => {
                     all_caught = false;
                     println!(
-                        "MISSED  {:<36} no test named: {}",
+                        "MISSED  {:<36} no test{} named: {}",
                         variant.name(),
+                        with_timeouts(variant),
                         variant.rule()
                     );
                 }
             }
         }
         Ok(all_caught)
+    }
+}
+
+/// ` with retry=15m`: the timeouts a variant is played with, for the mutants line.
+fn with_timeouts(variant: Broken) -> String {
+    let timeouts: Vec<String> = variant
+        .blinding_timeouts()
+        .iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect();
+    if timeouts.is_empty() {
+        String::new()
+    } else {
+        format!(" with {}", timeouts.join(", "))
     }
 }

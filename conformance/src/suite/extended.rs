@@ -98,8 +98,8 @@ async fn no_retry_fails(ctx: &Ctx) -> Result<(), Failure> {
         |r| is_true(r, cond::FAILED),
     )
     .await?;
-    // Still failed after a while (the monitor checks that Failed stays).
-    ctx.hold(ctx.options.timeouts.hold.get()).await;
+    // Still failed after a while: a revival breaks a rule the watch sees.
+    ctx.watch("once", |_| false).await?;
     let control = ctx.get("control").await?;
     if is_true(Some(&control), cond::FAILED) {
         return Err(Failure::other(
@@ -126,25 +126,35 @@ async fn no_partial_capacity(ctx: &Ctx) -> Result<(), Failure> {
         },
     )
     .await?;
-    ctx.hold(ctx.options.timeouts.hold.get()).await;
-    let added: Vec<String> = ctx
-        .nodes_for(Which::DoesNotFit)
-        .await?
-        .into_iter()
-        .filter(|n| !before.contains(n))
-        .collect();
-    if added.is_empty() {
-        Ok(())
-    } else {
-        Err(Failure::rule(
-            rule::NO_PARTIAL_CAPACITY,
-            format!(
-                "request whole could not be provisioned, yet Nodes were added: {}",
-                added.join(", ")
-            ),
-        ))
+    // Nodes the class decided to add take their time to appear: watch as long as a scale-up
+    // takes (or the hold window, if longer), and fail on the first one.
+    let window = ctx.options.timeouts.scale_up.get().max(ctx.hold_window());
+    let deadline = tokio::time::Instant::now() + window;
+    loop {
+        let added: Vec<String> = ctx
+            .nodes_for(Which::DoesNotFit)
+            .await?
+            .into_iter()
+            .filter(|n| !before.contains(n))
+            .collect();
+        if !added.is_empty() {
+            return Err(Failure::rule(
+                rule::NO_PARTIAL_CAPACITY,
+                format!(
+                    "request whole could not be provisioned, yet Nodes were added: {}",
+                    added.join(", ")
+                ),
+            ));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(());
+        }
+        tokio::time::sleep(NODE_POLL.min(deadline - tokio::time::Instant::now())).await;
     }
 }
+
+/// How often the Nodes are listed while watching for ones that must not come.
+const NODE_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 
 async fn booking_expires(ctx: &Ctx) -> Result<(), Failure> {
     ctx.template("pods", Which::Fits).await?;

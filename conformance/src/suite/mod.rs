@@ -4,6 +4,7 @@
 mod core;
 mod extended;
 mod fit;
+mod installation;
 mod kueue;
 
 use std::fmt;
@@ -17,7 +18,7 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Client, ResourceExt};
 
-use crate::monitor::{Monitor, Seen};
+use crate::monitor::{Monitor, Pace, Seen};
 use crate::options::{Feature, Options, Pods};
 
 /// Which group of tests a test belongs to.
@@ -32,6 +33,10 @@ pub enum Profile {
     /// Kueue (Tollgate's controller) in front of the class, when the options ask for it.
     #[serde(rename = "kueue")]
     Kueue,
+    /// The cluster's installation (its CRDs), not the class: reported apart from the class's
+    /// verdict.
+    #[serde(rename = "installation")]
+    Installation,
 }
 
 impl Profile {
@@ -40,6 +45,7 @@ impl Profile {
             Profile::Core => "core",
             Profile::Extended => "extended",
             Profile::Kueue => "kueue",
+            Profile::Installation => "installation",
         }
     }
 }
@@ -69,23 +75,19 @@ pub enum Room {
     Free,
 }
 
-/// The tests that need the cluster as the class left it before the suite: room for the `fits`
-/// pods, no Nodes added yet. They run first, so that a class that holds on to capacity (or adds
-/// partial capacity) is caught by the test about that rule, not by a later test that merely
-/// finds no room.
-const CLEAN_CLUSTER_FIRST: [&str; 2] = ["no-partial-capacity", "deletion-frees-capacity"];
+/// The test that runs first among those needing the `fits` room: a class that holds on to
+/// capacity is then caught by the test about that rule, not by a later test that merely finds no
+/// room.
+const FIRST_FOR_THE_ROOM: &str = "deletion-frees-capacity";
 
-/// Every test, in the order they run: those needing a clean cluster, then core, extended, kueue.
+/// Every test, in the order they start: those that run alone (they need the cluster as the class
+/// left it, no Nodes added yet), then installation, core, extended, kueue.
 pub fn all() -> Vec<TestCase> {
-    let mut tests = core::tests();
+    let mut tests = installation::tests();
+    tests.extend(core::tests());
     tests.extend(extended::tests());
     tests.extend(kueue::tests());
-    tests.sort_by_key(|t| {
-        CLEAN_CLUSTER_FIRST
-            .iter()
-            .position(|n| *n == t.name)
-            .unwrap_or(CLEAN_CLUSTER_FIRST.len())
-    });
+    tests.sort_by_key(|t| (t.room != Room::Alone, t.name != FIRST_FOR_THE_ROOM));
     tests
 }
 
@@ -144,6 +146,10 @@ pub struct Ctx {
     pub run_id: String,
     pub clock: support::Clock,
     pub monitor: Monitor,
+    /// How slow the class has been to answer, over the whole run.
+    pub pace: Pace,
+    /// The windows this test watched for broken rules.
+    pub holds: std::sync::Mutex<Vec<Duration>>,
 }
 
 /// Which of the options' pod templates.
@@ -211,6 +217,9 @@ impl Ctx {
             },
             status: None,
         };
+        if matches!(which, Which::DoesNotFit) {
+            self.monitor.mark_unfit(name);
+        }
         self.requests()
             .create(&PostParams::default(), &request)
             .await
@@ -237,7 +246,12 @@ impl Ctx {
         done: impl Fn(Option<&ProvisioningRequest>) -> bool + Send + 'static,
     ) -> Result<(), Failure> {
         let wait = await_condition(self.requests(), name, done);
-        match tokio::time::timeout(timeout, wait).await {
+        let waited = tokio::select! {
+            waited = tokio::time::timeout(timeout, wait) => waited,
+            // A rule broken meanwhile ends the wait: nothing after it can mend the test.
+            broken = self.broken_rule(name) => return Err(broken),
+        };
+        match waited {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(Failure::other(format!("watching {name}: {e}"))),
             Err(_) => Err(Failure {
@@ -281,14 +295,71 @@ impl Ctx {
         Ok(condition(Some(&request), type_).map(|c| c.last_transition_time.0))
     }
 
-    /// Lets `window` pass (virtual time in the embedded run).
-    pub async fn hold(&self, window: Duration) {
-        tokio::time::sleep(window).await;
+    /// Resolves with the first rule the request's history breaks, once it breaks one.
+    async fn broken_rule(&self, name: &str) -> Failure {
+        let mut changes = self.monitor.changes();
+        loop {
+            if let Some(v) = self.monitor.check(name) {
+                return Failure::rule(v.rule, v.detail);
+            }
+            if changes.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+        }
+    }
+
+    /// How long to watch for a change that must not come: the `hold` timeout, or twice the
+    /// slowest the class has been to answer a request in this run if that is longer (a class
+    /// breaks a rule on its own loop; a shorter watch could end before its next turn).
+    pub fn hold_window(&self) -> Duration {
+        self.options
+            .timeouts
+            .hold
+            .get()
+            .max(2 * self.pace.slowest())
+    }
+
+    /// Watches the request for [`Ctx::hold_window`]: fails as soon as its history breaks a rule,
+    /// and ends early once `settled` holds (its state proves the change can no longer come).
+    pub async fn watch(
+        &self,
+        name: &str,
+        settled: impl Fn(&[Seen]) -> bool,
+    ) -> Result<(), Failure> {
+        let started = tokio::time::Instant::now();
+        let mut changes = self.monitor.changes();
+        loop {
+            if let Some(v) = self.monitor.check(name) {
+                return Err(Failure::rule(v.rule, v.detail));
+            }
+            if settled(&self.monitor.history(name)) {
+                return Ok(());
+            }
+            // The window may grow while it runs, as slower answers come in.
+            let window = self.hold_window();
+            let deadline = started + window;
+            let more = tokio::select! {
+                changed = changes.changed() => changed.is_ok(),
+                _ = tokio::time::sleep_until(deadline) => false,
+            };
+            if !more {
+                tokio::time::sleep_until(deadline).await;
+                self.note_hold(window);
+                return Ok(());
+            }
+        }
+    }
+
+    fn note_hold(&self, window: Duration) {
+        self.holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(window);
     }
 
     /// Every status version of a request seen so far.
     pub fn seen(&self, name: &str) -> Vec<Seen> {
-        self.monitor.histories().remove(name).unwrap_or_default()
+        self.monitor.history(name)
     }
 
     /// The cluster's Nodes, by name.

@@ -7,6 +7,7 @@ use api::autoscaling::ProvisioningRequest;
 use api::constants::{provreq_condition as cond, provreq_reason as reason};
 
 use super::next::Next;
+use super::node_groups::never_fits;
 use super::objects::condition;
 use super::{Autoscaler, StepState, World};
 use crate::capacity::{PodGroup, plan_scale_up};
@@ -49,6 +50,11 @@ impl Autoscaler {
                 self.provisioned(next, reason::CAPACITY_IS_PROVISIONED);
                 return;
             }
+        }
+        let never_fits = || never_fits(&self.config, world, pods, |_| BTreeMap::new(), &step.time);
+        if self.broken.provisions_unfit(request, never_fits) {
+            self.provisioned(next, reason::CAPACITY_IS_PROVISIONED);
+            return;
         }
         self.not_found(request, next, step);
     }

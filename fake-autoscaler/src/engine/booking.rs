@@ -43,7 +43,9 @@ impl Autoscaler {
         let pods = match request_pods(request, world) {
             Ok(pods) => pods,
             Err(e) => {
-                if e.is_missing() && self.broken.on_missing_templates(request, next) == Flow::Stop {
+                if e.is_missing()
+                    && self.broken.on_missing_templates(request, &e, next) == Flow::Stop
+                {
                     return;
                 }
                 next.set(
@@ -77,8 +79,9 @@ impl Autoscaler {
                 reason::CAPACITY_RESERVATION_TIME_EXPIRED,
                 messages::BOOKING_TIME_EXPIRED,
             );
-        } else {
-            step.wake_at(due);
+            return;
         }
+        step.wake_at(due);
+        self.broken.while_booked(since, next, step);
     }
 }

@@ -4,14 +4,18 @@
 use api::autoscaling::ProvisioningRequest;
 use api::constants::{provreq_condition as cond, provreq_reason as reason};
 
+use std::collections::BTreeMap;
+
 use super::next::Next;
-use super::{Autoscaler, StepState};
+use super::node_groups::never_fits;
+use super::{Autoscaler, StepState, World};
 use crate::capacity::PodGroup;
 use crate::messages;
 
 impl Autoscaler {
     pub(super) fn check_capacity(
         &mut self,
+        world: &World,
         request: &ProvisioningRequest,
         pods: &[PodGroup],
         next: &mut Next,
@@ -37,6 +41,11 @@ impl Autoscaler {
                 reason::CAPACITY_IS_NOT_FOUND,
                 messages::CAPACITY_NOT_FOUND_NO_RETRY,
             );
+            return;
+        }
+        let never_fits = || never_fits(&self.config, world, pods, |_| BTreeMap::new(), &step.time);
+        if self.broken.provisions_unfit(request, never_fits) {
+            self.provisioned(next, reason::CAPACITY_IS_FOUND);
             return;
         }
         self.not_found(request, next, step);

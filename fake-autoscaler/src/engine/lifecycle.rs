@@ -93,14 +93,11 @@ impl Autoscaler {
         {
             return;
         }
-        if self.broken.on_pick_up(request, next) == Flow::Stop {
-            return;
-        }
         let pods = match request_pods(request, world) {
             Ok(pods) => pods,
             Err(e) => {
                 if e.is_missing() {
-                    if self.broken.on_missing_templates(request, next) == Flow::Stop {
+                    if self.broken.on_missing_templates(request, &e, next) == Flow::Stop {
                         return;
                     }
                     if plus(created, TEMPLATE_GRACE) > step.now {
@@ -118,8 +115,13 @@ impl Autoscaler {
                 return;
             }
         };
+        // After the PodTemplates: a variant that breaks another rule still fails a request
+        // that misses them.
+        if self.broken.on_pick_up(request, next) == Flow::Stop {
+            return;
+        }
         match class.behaviour {
-            Behaviour::CheckCapacity => self.check_capacity(request, &pods, next, step),
+            Behaviour::CheckCapacity => self.check_capacity(world, request, &pods, next, step),
             Behaviour::AtomicScaleUp => self.atomic_scale_up(world, request, &pods, next, step),
             Behaviour::Vendor => self.vendor(world, key, request, class, &pods, next, step),
             Behaviour::Scripted => {}

@@ -14,7 +14,9 @@
 //!    as it is provisioned;
 //! 4. nodes the autoscaler added that nothing needs are removed once unneeded long enough.
 //!
-//! A broken variant deviates only through the hooks in `broken.rs`.
+//! A broken variant deviates only through the hooks in `broken.rs`; one of them acts only on a
+//! slow loop (`loop_ticks.rs`): a step between its ticks does nothing and asks to be woken at the
+//! next, so the runner needs no loop of its own and a virtual-time run stays deterministic.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -32,6 +34,7 @@ mod booking;
 mod broken;
 mod check_capacity;
 mod lifecycle;
+mod loop_ticks;
 mod next;
 mod node_groups;
 mod objects;
@@ -111,6 +114,12 @@ impl Autoscaler {
 
     /// Decides what to do now.
     pub fn step(&mut self, world: &World, now: Timestamp) -> Outcome {
+        if let Err(next_tick) = self.broken.gate(now) {
+            return Outcome {
+                actions: vec![],
+                wake: Some(next_tick),
+            };
+        }
         let mut step = StepState {
             now,
             time: Time(support::clock::truncate_seconds(now)),
@@ -131,7 +140,7 @@ impl Autoscaler {
         self.shrink(world, &mut step);
         Outcome {
             actions: step.actions,
-            wake: step.wake,
+            wake: self.broken.wake_on_loop(step.wake),
         }
     }
 

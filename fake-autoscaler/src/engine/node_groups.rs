@@ -6,10 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use api::autoscaling::ProvisioningRequest;
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::objects::{key_of, name, plus, uid};
 use super::{Action, Autoscaler, Key, StepState, World};
-use crate::capacity::{GroupRoom, SimNode};
+use crate::capacity::{GroupRoom, PodGroup, Sim, SimNode, plan_scale_up};
+use crate::config::Config;
 use crate::nodes;
 
 /// Nodes requested from the cloud provider and not there yet.
@@ -36,6 +38,40 @@ impl PendingScaleUp {
             .filter(|n| !world.nodes.contains_key(*n) && !step.created_named(n))
             .count() as u32
     }
+}
+
+/// Whether the pods could not fit even with nothing else running: on every node there is, empty,
+/// and on every group grown to its maximum size. `labels` as for [`Autoscaler::rooms`].
+pub(super) fn never_fits(
+    config: &Config,
+    world: &World,
+    pods: &[PodGroup],
+    labels: impl Fn(&str) -> BTreeMap<String, String>,
+    time: &Time,
+) -> bool {
+    let existing: Vec<_> = world
+        .nodes
+        .values()
+        .filter(|n| n.metadata.deletion_timestamp.is_none())
+        .collect();
+    let empty = Sim::new(existing.iter().map(|n| SimNode::from_node(n)).collect());
+    let rooms: Vec<GroupRoom> = config
+        .node_groups
+        .iter()
+        .map(|g| {
+            let have = existing
+                .iter()
+                .filter(|n| nodes::group_of(n) == Some(g.name.as_str()))
+                .count() as u32;
+            let fresh = nodes::render(g, &g.name, &labels(&g.name), time.clone());
+            GroupRoom {
+                name: g.name.clone(),
+                fresh_node: SimNode::from_node(&fresh),
+                room: g.max_size.saturating_sub(have),
+            }
+        })
+        .collect();
+    !plan_scale_up(&empty, pods, &rooms).complete
 }
 
 impl Autoscaler {

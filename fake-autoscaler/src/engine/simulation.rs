@@ -42,6 +42,7 @@ impl Autoscaler {
         for (key, request) in &world.requests {
             // A vendor request whose nodes just came up holds them before it is marked provisioned.
             let holds = self.handler(request).is_some()
+                && self.broken.books(request)
                 && (self.is_booked(request)
                     || self.pending.iter().any(|p| &p.request == key)
                     || (self.scaled_up.contains_key(uid(request))
@@ -54,7 +55,9 @@ impl Autoscaler {
                 booked.insert(key.clone(), unconsumed);
             }
         }
-        self.broken.hold_deleted_bookings(world, &mut booked);
+        let booking_time = self.config.timing.booking_time.get();
+        self.broken
+            .hold_deleted_bookings(world, &mut booked, booking_time, step);
         for pods in booked.values() {
             let placement = step.sim.place_all(pods, true);
             step.needed.extend(placement.nodes);

@@ -10,6 +10,7 @@ use api::constants::{provreq_condition as cond, provreq_reason as reason};
 use jiff::Timestamp;
 
 use super::next::Next;
+use super::node_groups::never_fits;
 use super::objects::{condition, parameter_seconds, plus, render_all, uid};
 use super::{Autoscaler, Key, StepState, World};
 use crate::capacity::{PodGroup, plan_scale_up};
@@ -107,6 +108,17 @@ impl Autoscaler {
         });
         let plan = plan_scale_up(&step.sim, pods, &rooms);
         if !plan.complete {
+            let labels = |group: &str| render_all(&class.node_labels, request, group);
+            let never_fits = || never_fits(&self.config, world, pods, labels, &step.time);
+            if self.broken.provisions_unfit(request, never_fits) {
+                next.set(
+                    cond::PROVISIONED,
+                    "True",
+                    reason::PROVISIONED,
+                    messages::VENDOR_PROVISIONED,
+                );
+                next.details = render_all(&class.provisioning_class_details, request, "");
+            }
             return; // Queued until capacity appears (a node or a booking freed: a watch event).
         }
         let refused = plan.nodes.keys().find_map(|g| {
