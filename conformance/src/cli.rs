@@ -251,7 +251,7 @@ fn run_cluster(args: &Args, target: Target) -> anyhow::Result<bool> {
     let config = runtime.block_on(async {
         match target {
             Target::Given => {
-                preflight::explicit(options.kubeconfig.as_deref(), options.context.as_deref()).await
+                support::config(options.kubeconfig.as_deref(), options.context.as_deref()).await
             }
             Target::AsKubectlWould => {
                 let (config, said) = preflight::as_kubectl_would().await?;

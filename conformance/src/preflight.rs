@@ -4,7 +4,7 @@
 //! verdict: a run there would only report the suite's own failures as the class's.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -30,27 +30,6 @@ const RBAC_FILE: &str = "conformance/rbac.yaml";
 /// The role every run needs, and the one the kueue profile adds.
 const ROLE: &str = "tollgate-conformance";
 const KUEUE_ROLE: &str = "tollgate-conformance-kueue";
-
-/// The client configuration for the kubeconfig and context given (`--kubeconfig`, `--context`,
-/// or the options file); with neither, as `kube` infers it (including in-cluster).
-pub async fn explicit(
-    kubeconfig: Option<&Path>,
-    context: Option<&str>,
-) -> anyhow::Result<kube::Config> {
-    let options = KubeConfigOptions {
-        context: context.map(str::to_owned),
-        ..Default::default()
-    };
-    Ok(match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)
-                .map_err(|e| anyhow::anyhow!("reading {}: {}", path.display(), one_line(&e)))?;
-            kube::Config::from_custom_kubeconfig(file, &options).await?
-        }
-        None if context.is_some() => kube::Config::from_kubeconfig(&options).await?,
-        None => kube::Config::infer().await?,
-    })
-}
 
 /// The current context of the kubeconfig kubectl would read ($KUBECONFIG's files, else
 /// ~/.kube/config), and a line saying which cluster that is.

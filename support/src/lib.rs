@@ -2,7 +2,7 @@
 //! and none of them owns. It depends on no Tollgate crate, so any of them can depend on it.
 //!
 //! - [`clock`]: wall time anchored to tokio's clock, so virtual time reaches timestamps.
-//! - [`connect`]: a client for a kubeconfig.
+//! - [`connect`]: a client for a kubeconfig ([`config`]: its configuration).
 //! - [`quantity`]: exact Kubernetes quantities and Kueue's scheduler units.
 //! - [`pod`]: a pod's effective requests and kube-scheduler's node predicates.
 //! - [`mirror`]: one kind's objects as a watch delivers them, re-lists included.
@@ -16,7 +16,7 @@ pub mod pod;
 pub mod quantity;
 
 pub use clock::Clock;
-pub use kubeconfig::connect;
+pub use kubeconfig::{config, connect};
 
 #[cfg(test)]
 mod quantity_tests;
