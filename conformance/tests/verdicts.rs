@@ -69,10 +69,17 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-fn write_options(dir: &Path) -> String {
-    let path = dir.join("options.yaml");
-    std::fs::write(&path, OPTIONS).expect("options");
-    path.display().to_string()
+/// Runs `conformance` against the kubeconfig at `kubeconfig` with the complete options file.
+async fn against(dir: &Path, kubeconfig: &Path, extra: &[&str]) -> Output {
+    let options = dir.join("options.yaml");
+    std::fs::write(&options, OPTIONS).expect("options");
+    let (kubeconfig, options) = (
+        kubeconfig.display().to_string(),
+        options.display().to_string(),
+    );
+    let mut args = vec!["--kubeconfig", &kubeconfig, "--options", &options];
+    args.extend_from_slice(extra);
+    conformance(dir, &args).await
 }
 
 /// A served fake API server with the CRDs in `crds` (files of `api::CHECKED_IN_CRDS`).
@@ -102,17 +109,7 @@ async fn an_unreachable_cluster_gets_one_line_naming_its_server_and_no_verdict()
          [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
     )
     .expect("kubeconfig");
-    let options = write_options(dir.path());
-    let out = conformance(
-        dir.path(),
-        &[
-            "--kubeconfig",
-            &kubeconfig.display().to_string(),
-            "--options",
-            &options,
-        ],
-    )
-    .await;
+    let out = against(dir.path(), &kubeconfig, &[]).await;
     let said = no_verdict(dir.path(), &out);
     assert!(
         said.contains("cannot reach the cluster at https://127.0.0.1:1"),
@@ -126,17 +123,7 @@ async fn a_cluster_without_the_provisioning_request_crd_gets_no_verdict() {
     let (_server, tcp) = served(&[]).await;
     let kubeconfig = dir.path().join("kubeconfig");
     tcp.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let options = write_options(dir.path());
-    let out = conformance(
-        dir.path(),
-        &[
-            "--kubeconfig",
-            &kubeconfig.display().to_string(),
-            "--options",
-            &options,
-        ],
-    )
-    .await;
+    let out = against(dir.path(), &kubeconfig, &[]).await;
     let said = no_verdict(dir.path(), &out);
     assert!(
         said.contains("does not serve")
@@ -151,18 +138,7 @@ async fn the_kueue_profile_needs_kueues_crds_too() {
     let (_server, tcp) = served(&["provisioningrequests.autoscaling.x-k8s.io.yaml"]).await;
     let kubeconfig = dir.path().join("kubeconfig");
     tcp.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let options = write_options(dir.path());
-    let out = conformance(
-        dir.path(),
-        &[
-            "--kubeconfig",
-            &kubeconfig.display().to_string(),
-            "--options",
-            &options,
-            "--kueue",
-        ],
-    )
-    .await;
+    let out = against(dir.path(), &kubeconfig, &["--kueue"]).await;
     let said = no_verdict(dir.path(), &out);
     assert!(said.contains("workloads.kueue.x-k8s.io"), "{said}");
     assert!(!said.contains("provisioningrequests.autoscaling"), "{said}");
