@@ -115,7 +115,9 @@ impl ConformanceReport {
             installation,
             timeouts: options.timeouts.clone(),
             pace: PaceReport {
-                slowest_answer: slowest_answer.map(GoDuration),
+                // Milliseconds are precision enough for a reader.
+                slowest_answer: slowest_answer
+                    .map(|d| GoDuration(Duration::from_millis(d.as_millis() as u64))),
                 shortest_hold: results
                     .iter()
                     .filter_map(|r| r.shortest_hold)
