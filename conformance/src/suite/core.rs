@@ -164,7 +164,7 @@ async fn deletion_frees_capacity(ctx: &Ctx) -> Result<(), Failure> {
     if is_true(Some(&ctx.get("second").await?), cond::PROVISIONED) {
         return Err(Failure::cannot_test(
             "cannot test: the class provisioned request second for the fits pods while request \
-             first still held them (the cluster had room for both, or the class made room), so \
+             first still held them (it books nothing, or it found or made room for both), so \
              capacity freed by a deletion cannot be told apart",
         ));
     }
