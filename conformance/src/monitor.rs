@@ -22,6 +22,16 @@ pub struct Seen {
     pub status: ProvisioningRequestStatus,
 }
 
+impl Seen {
+    /// Whether this version has the condition `type_` True.
+    pub fn is_true(&self, type_: &str) -> bool {
+        self.status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == type_ && c.status == "True")
+    }
+}
+
 /// The status history of each request, by name.
 pub type Histories = BTreeMap<String, Vec<Seen>>;
 
@@ -203,11 +213,7 @@ pub fn check(name: &str, history: &[Seen], unfit: bool) -> Option<Violation> {
     let mut previous: Option<(&Timestamp, &ProvisioningRequestStatus)> = None;
     for seen in history {
         let conditions = &seen.status.conditions;
-        let is = |t: &str| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == t && c.status == "True")
-        };
+        let is = |t: &str| seen.is_true(t);
         let violation = |rule: &'static str, detail: String| {
             Some(Violation {
                 rule,

@@ -62,22 +62,13 @@ pub fn tests() -> Vec<TestCase> {
 
 /// Whether the request's latest version ends its booking: after that, Provisioned may go.
 fn booking_over(seen: &[Seen]) -> bool {
-    seen.last().is_some_and(|s| {
-        s.status.conditions.iter().any(|c| {
-            (c.type_ == cond::BOOKING_EXPIRED || c.type_ == cond::CAPACITY_REVOKED)
-                && c.status == "True"
-        })
-    })
+    seen.last()
+        .is_some_and(|s| s.is_true(cond::BOOKING_EXPIRED) || s.is_true(cond::CAPACITY_REVOKED))
 }
 
 /// Whether the request's latest version is Failed=True: terminal, so nothing may follow.
 fn failed(seen: &[Seen]) -> bool {
-    seen.last().is_some_and(|s| {
-        s.status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == cond::FAILED && c.status == "True")
-    })
+    seen.last().is_some_and(|s| s.is_true(cond::FAILED))
 }
 
 async fn request_answered(ctx: &Ctx) -> Result<(), Failure> {

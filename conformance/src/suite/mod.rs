@@ -357,11 +357,6 @@ impl Ctx {
             .push(window);
     }
 
-    /// Every status version of a request seen so far.
-    pub fn seen(&self, name: &str) -> Vec<Seen> {
-        self.monitor.history(name)
-    }
-
     /// The cluster's Nodes, by name.
     pub async fn nodes(&self) -> Result<Vec<String>, Failure> {
         Ok(self

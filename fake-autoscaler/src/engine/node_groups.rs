@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::objects::{key_of, name, plus, uid};
 use super::{Action, Autoscaler, Key, StepState, World};
 use crate::capacity::{GroupRoom, PodGroup, Sim, SimNode, plan_scale_up};
-use crate::config::Config;
+use crate::config::{Config, NodeGroup};
 use crate::nodes;
 
 /// Nodes requested from the cloud provider and not there yet.
@@ -63,15 +63,26 @@ pub(super) fn never_fits(
                 .iter()
                 .filter(|n| nodes::group_of(n) == Some(g.name.as_str()))
                 .count() as u32;
-            let fresh = nodes::render(g, &g.name, &labels(&g.name), time.clone());
-            GroupRoom {
-                name: g.name.clone(),
-                fresh_node: SimNode::from_node(&fresh),
-                room: g.max_size.saturating_sub(have),
-            }
+            group_room(g, &labels(&g.name), have, time)
         })
         .collect();
     !plan_scale_up(&empty, pods, &rooms).complete
+}
+
+/// What a group can still add: up to its maximum beside the `have` nodes it has, each like a
+/// fresh node with `labels`.
+fn group_room(
+    group: &NodeGroup,
+    labels: &BTreeMap<String, String>,
+    have: u32,
+    time: &Time,
+) -> GroupRoom {
+    let fresh = nodes::render(group, &group.name, labels, time.clone());
+    GroupRoom {
+        name: group.name.clone(),
+        fresh_node: SimNode::from_node(&fresh),
+        room: group.max_size.saturating_sub(have),
+    }
 }
 
 impl Autoscaler {
@@ -180,14 +191,8 @@ impl Autoscaler {
             .node_groups
             .iter()
             .map(|g| {
-                let fresh = nodes::render(g, &g.name, &labels(&g.name), step.time.clone());
-                GroupRoom {
-                    name: g.name.clone(),
-                    fresh_node: SimNode::from_node(&fresh),
-                    room: g
-                        .max_size
-                        .saturating_sub(self.group_size(world, &g.name, step)),
-                }
+                let have = self.group_size(world, &g.name, step);
+                group_room(g, &labels(&g.name), have, &step.time)
             })
             .collect()
     }
