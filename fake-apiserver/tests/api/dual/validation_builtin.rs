@@ -368,6 +368,12 @@ async fn deployments_need_a_selector_matching_their_template(env: Env) {
     let mut good = created(&send(&env, "POST", &path, json!({"metadata": {"name": "good"}, "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "e"}}, "template": template(json!({"app": "e"}))}})).await).clone();
     good["spec"]["selector"]["matchLabels"]["x"] = json!("y");
     good["spec"]["template"]["metadata"]["labels"]["x"] = json!("y");
+    // Unconditional: on a real cluster the deployment controller writes status between our read
+    // and this write, and only validation should refuse it, not a 409.
+    good["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
     let change = send(&env, "PUT", &format!("{path}/good"), good).await;
     assert_eq!(
         causes(&change),
