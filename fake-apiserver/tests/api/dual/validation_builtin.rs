@@ -370,10 +370,9 @@ async fn deployments_need_a_selector_matching_their_template(env: Env) {
     good["spec"]["template"]["metadata"]["labels"]["x"] = json!("y");
     // Unconditional: on a real cluster the deployment controller writes status between our read
     // and this write, and only validation should refuse it, not a 409.
-    good["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("resourceVersion");
+    if let Some(meta) = good["metadata"].as_object_mut() {
+        meta.remove("resourceVersion");
+    }
     let change = send(&env, "PUT", &format!("{path}/good"), good).await;
     assert_eq!(
         causes(&change),
