@@ -11,6 +11,7 @@
 //!     config: api::config::Configuration::default(),
 //!     clock: controller::Clock::system(),
 //!     metrics: Default::default(),
+//!     workers: Default::default(),
 //! };
 //! controller::manager::run(client, options).await
 //! # }

@@ -226,6 +226,7 @@ mod tests {
             config: Default::default(),
             clock: crate::Clock::system(),
             metrics: Default::default(),
+            workers: Default::default(),
         };
         let checks = crate::admissionchecks::registered(&options);
         let watches = crate::manager::watches(&server.client(), &checks);

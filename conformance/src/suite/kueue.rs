@@ -49,6 +49,7 @@ async fn job_admitted_after_provisioning(ctx: &Ctx) -> Result<(), Failure> {
         config: api::config::Configuration::default(),
         clock: ctx.clock,
         metrics: Default::default(),
+        workers: Default::default(),
     };
     let client = ctx.client.clone();
     let controller = Running(tokio::spawn(async move {

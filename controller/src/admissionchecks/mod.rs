@@ -6,6 +6,7 @@
 //! manager takes its watches and routes their events from [`registered`]: adding a check is a
 //! module and one line there.
 
+pub mod multikueue;
 pub mod provisioning;
 
 use std::collections::BTreeMap;

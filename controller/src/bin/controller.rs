@@ -61,6 +61,7 @@ async fn main() -> anyhow::Result<()> {
         config,
         clock: controller::Clock::system(),
         metrics,
+        workers: Default::default(),
     };
     match args.leader_elect_lease {
         Some(lease) => {

@@ -79,6 +79,7 @@ impl Component for ControllerComponent {
             config: self.config.clone(),
             clock: controller::Clock::anchored(ctx.start_wall, ctx.start),
             metrics: self.metrics.clone(),
+            workers: Default::default(),
         };
         Box::pin(async move {
             controller::manager::run(ctx.client, options)

@@ -70,6 +70,7 @@ async fn story_with(gate: Option<bool>, faults: impl FnOnce(&fake_apiserver::Fau
         config: Default::default(),
         clock: Clock::anchored(start, tokio::time::Instant::now()),
         metrics: Default::default(),
+        workers: Default::default(),
     };
     if let Some(on) = gate {
         options.config.feature_gates =
