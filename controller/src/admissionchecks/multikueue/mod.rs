@@ -10,5 +10,12 @@
 //! - [`gc`]: removes remote objects whose manager workload is gone.
 //! - [`adapter`]: what the workload controller needs of a job kind (batch/v1 Job today).
 
+pub mod active;
+pub mod adapter;
+pub mod clusters;
 pub mod connect;
+pub mod dispatch;
+pub mod gc;
+pub mod kubeconfig;
 pub mod workers;
+pub mod workloads;

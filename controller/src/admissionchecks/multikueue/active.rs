@@ -1,0 +1,1 @@
+//! MultiKueue AdmissionChecks: their `Active` condition.

@@ -1,0 +1,1 @@
+//! Which workers a workload is dispatched to: AllAtOnce, Incremental, External.
