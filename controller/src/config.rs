@@ -93,7 +93,12 @@ pub const KNOWN_GATES: &[&str] = &[
 ];
 
 /// Gates whose value changes what Tollgate does.
-pub const HONOURED_GATES: &[&str] = &["UnadmittedWorkloadsObservability"];
+pub const HONOURED_GATES: &[&str] = &[
+    "UnadmittedWorkloadsObservability",
+    "SchedulingEquivalenceHashing",
+    "CleanupProvisioningRequestsOnEviction",
+    "MultiKueue",
+];
 
 /// Why the controller cannot start with a configuration file.
 #[derive(Debug, thiserror::Error)]
@@ -174,6 +179,7 @@ const DEFAULT_ON: &[&str] = &[
     "UnadmittedWorkloadsObservability",
     "SchedulingEquivalenceHashing",
     "CleanupProvisioningRequestsOnEviction",
+    "MultiKueue",
 ];
 
 #[cfg(test)]

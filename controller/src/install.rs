@@ -232,7 +232,7 @@ impl Install {
             self.name, self.name
         ));
         s.push_str(&format!(
-            "---\n# Leader election (--leader-elect-lease {}), in the controller's namespace only.\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: {}\n  namespace: {}\n  labels:\n{labels}rules:\n",
+            "---\n# Leader election (--leader-elect-lease {}) and MultiKueue's kubeconfig Secrets, in the controller's namespace only.\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: {}\n  namespace: {}\n  labels:\n{labels}rules:\n",
             self.lease(),
             self.name,
             self.namespace

@@ -16,8 +16,9 @@ use kube::Resource;
 pub enum Scope {
     /// Everywhere: the ClusterRole.
     Cluster,
-    /// In the leader-election Lease's namespace only: the Role.
-    LeaseNamespace,
+    /// In the controller's namespace only (the Configuration's `namespace`, where the
+    /// leader-election Lease and MultiKueue's kubeconfig Secrets are): the Role.
+    ControllerNamespace,
     /// Only the leader-election Lease itself: the Role, with the Lease's name as `resourceNames`.
     TheLease,
 }
@@ -85,7 +86,8 @@ pub const RULES: &[Rule] = &[
         resource: "admissionchecks/status",
         verbs: &["update"],
         scope: Scope::Cluster,
-        why: "the ProvisioningRequest check sets its AdmissionChecks' Active condition",
+        why: "the ProvisioningRequest and MultiKueue checks set their AdmissionChecks' Active \
+              condition",
     },
     Rule {
         group: KUEUE,
@@ -116,6 +118,35 @@ pub const RULES: &[Rule] = &[
         verbs: &["list", "watch"],
         scope: Scope::Cluster,
         why: "watched: the ProvisioningRequest check's parameters",
+    },
+    Rule {
+        group: KUEUE,
+        resource: "multikueueclusters",
+        verbs: &["list", "watch"],
+        scope: Scope::Cluster,
+        why: "watched: MultiKueue's worker clusters and where their kubeconfigs are",
+    },
+    Rule {
+        group: KUEUE,
+        resource: "multikueueclusters/status",
+        verbs: &["update"],
+        scope: Scope::Cluster,
+        why: "MultiKueue sets each worker cluster's Active condition",
+    },
+    Rule {
+        group: KUEUE,
+        resource: "multikueueconfigs",
+        verbs: &["list", "watch"],
+        scope: Scope::Cluster,
+        why: "watched: the worker clusters of each MultiKueue AdmissionCheck",
+    },
+    Rule {
+        group: "",
+        resource: "secrets",
+        verbs: &["list", "watch"],
+        scope: Scope::ControllerNamespace,
+        why: "MultiKueue reads worker kubeconfigs from Secrets in the controller's namespace, \
+              and reconnects when one changes",
     },
     Rule {
         group: "batch",
@@ -168,7 +199,7 @@ pub const RULES: &[Rule] = &[
         group: "coordination.k8s.io",
         resource: "leases",
         verbs: &["create"],
-        scope: Scope::LeaseNamespace,
+        scope: Scope::ControllerNamespace,
         why: "--leader-elect-lease: the first replica creates the Lease (create cannot be \
               limited by name)",
     },
@@ -232,6 +263,10 @@ mod tests {
         let watches = crate::manager::watches(&server.client(), &checks);
         assert!(!watches.is_empty());
         for (_, w) in &watches {
+            // Not a watch of this API server: what MultiKueue's links to workers report.
+            if w.resource == crate::admissionchecks::multikueue::REMOTE_EVENTS {
+                continue;
+            }
             for verb in ["list", "watch"] {
                 assert!(
                     allows(&w.group, &w.resource, verb),
@@ -290,9 +325,14 @@ mod tests {
                 );
             }
             assert!(
-                !["pods", "secrets", "configmaps", "nodes", "namespaces"].contains(&r.resource),
+                !["pods", "configmaps", "nodes", "namespaces"].contains(&r.resource),
                 "{} is not something the controller uses",
                 r.resource
+            );
+            // Kubeconfig Secrets are read in the controller's namespace only.
+            assert!(
+                r.resource != "secrets" || r.scope == Scope::ControllerNamespace,
+                "Secrets may be read only in the controller's namespace"
             );
         }
     }

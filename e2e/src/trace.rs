@@ -3,6 +3,10 @@
 //! step began. It is what snapshots compare, so it holds only what is deterministic: uids are
 //! replaced by the name of their object, and bookkeeping (managedFields, resourceVersion) is left
 //! out.
+//!
+//! In a MultiKueue world the trace holds every cluster's changes: a worker's entries name it
+//! (`cluster: worker-1`); the manager's name no cluster, so a world without workers traces as
+//! before. Clusters' changes are merged by virtual time, the manager's first within an instant.
 
 use std::collections::HashMap;
 
@@ -22,6 +26,9 @@ use crate::scenario::naming::{KindRef, object_label};
 pub struct TraceEntry {
     /// Virtual time since the environment started, Go style (`4m0s`).
     pub at: String,
+    /// The worker cluster the change happened in; none for the manager's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -50,6 +57,7 @@ impl TraceEntry {
     fn at(at: String) -> Self {
         TraceEntry {
             at,
+            cluster: None,
             step: None,
             added: None,
             modified: None,
@@ -102,9 +110,10 @@ impl Trace {
     }
 }
 
-/// Turns the cluster's change feed into a trace.
+/// Turns the clusters' change feeds into a trace.
 pub struct Recorder {
-    feed: Option<ChangeFeed>,
+    /// The manager's feed first (no name), then each worker's.
+    feeds: Vec<(Option<String>, ChangeFeed)>,
     kinds: Vec<KindRef>,
     start: Timestamp,
     /// uid -> `Kind namespace/name`, for every object seen, traced or not.
@@ -117,11 +126,18 @@ impl Recorder {
     /// (backends that cannot give one) the trace holds the steps only.
     pub fn new(feed: Option<ChangeFeed>, kinds: Vec<KindRef>, start: Timestamp) -> Self {
         Recorder {
-            feed,
+            feeds: feed.map(|f| (None, f)).into_iter().collect(),
             kinds,
             start,
             uids: HashMap::new(),
             entries: Vec::new(),
+        }
+    }
+
+    /// Also record the changes of the worker cluster `name`.
+    pub fn add_worker(&mut self, name: &str, feed: Option<ChangeFeed>) {
+        if let Some(feed) = feed {
+            self.feeds.push((Some(name.to_string()), feed));
         }
     }
 
@@ -151,13 +167,17 @@ impl Recorder {
     }
 
     fn catch_up(&mut self) {
-        let changes = self
-            .feed
-            .as_mut()
-            .map(ChangeFeed::drain)
-            .unwrap_or_default();
-        for change in changes {
-            self.record(change);
+        let mut changes: Vec<(Option<String>, Observed)> = Vec::new();
+        for (cluster, feed) in &mut self.feeds {
+            changes.extend(feed.drain().into_iter().map(|c| (cluster.clone(), c)));
+        }
+        // Each feed is in commit order; a stable sort by time keeps it, and puts the manager's
+        // changes of an instant before the workers'.
+        if self.feeds.len() > 1 {
+            changes.sort_by_key(|(_, c)| c.time);
+        }
+        for (cluster, change) in changes {
+            self.record(cluster, change);
         }
     }
 
@@ -165,13 +185,14 @@ impl Recorder {
         format_duration(t.duration_since(self.start).unsigned_abs())
     }
 
-    fn record(&mut self, change: Observed) {
-        let label = self.learn_uid(&change.object);
+    fn record(&mut self, cluster: Option<String>, change: Observed) {
+        let label = self.learn_uid(&change.object, cluster.as_deref());
         let kind = change.object["kind"].as_str().unwrap_or_default();
         let api_version = change.object["apiVersion"].as_str().unwrap_or_default();
         let at = self.since_start(change.time);
         if kind == "Event" && api_version == "v1" {
-            if let Some(entry) = self.event_entry(&change, at) {
+            if let Some(mut entry) = self.event_entry(&change, at) {
+                entry.cluster = cluster;
                 self.entries.push(entry);
             }
             return;
@@ -180,6 +201,7 @@ impl Recorder {
             return;
         }
         let mut entry = TraceEntry::at(at);
+        entry.cluster = cluster;
         match change.change {
             ChangeType::Added => {
                 entry.added = Some(label);
@@ -209,13 +231,16 @@ impl Recorder {
             .any(|k| k.kind == kind && (k.api_version.is_empty() || k.api_version == api_version))
     }
 
-    /// Remember the object's uid; returns its label.
-    fn learn_uid(&mut self, obj: &Value) -> String {
+    /// Remember the object's uid (named with its worker, in a worker); returns its label.
+    fn learn_uid(&mut self, obj: &Value, cluster: Option<&str>) -> String {
         let label = object_label(obj);
         if let Some(uid) = obj["metadata"]["uid"].as_str() {
             self.uids
                 .entry(uid.to_string())
-                .or_insert_with(|| label.clone());
+                .or_insert_with(|| match cluster {
+                    Some(worker) => format!("{label} on {worker}"),
+                    None => label.clone(),
+                });
         }
         label
     }

@@ -1,7 +1,8 @@
 //! What the scenario engine needs of an environment, whatever runs it: a [`Cluster`], and
 //! components it can stop, start and check. [`TestEnv`] is the embedded world (components are
 //! tasks in this process, on virtual time); [`crate::remote::ProcessEnv`] is a real cluster with
-//! components as processes.
+//! components as processes. A MultiKueue world also has worker clusters, each a world of its own
+//! for the steps that address it, and the manager's link to each.
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use jiff::Timestamp;
 
 use crate::cluster::Cluster;
 use crate::env::{EnvError, TestEnv};
+use crate::harness::Link;
 
 pub trait World: Send + Sync {
     fn cluster(&self) -> Arc<dyn Cluster>;
@@ -25,6 +27,27 @@ pub trait World: Send + Sync {
     }
     /// An error for the first component that has ended on its own.
     fn check_components(&self) -> Result<(), EnvError>;
+
+    /// The worker clusters, by name: none but in MultiKueue worlds.
+    fn worker_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// A worker cluster, with its components.
+    fn worker(&self, name: &str) -> Result<&dyn World, EnvError> {
+        Err(EnvError::UnknownWorker {
+            name: name.into(),
+            known: "none".into(),
+        })
+    }
+
+    /// The manager's link to a worker.
+    fn link(&self, worker: &str) -> Result<&Link, EnvError> {
+        Err(EnvError::UnknownWorker {
+            name: worker.into(),
+            known: "none".into(),
+        })
+    }
 }
 
 impl World for TestEnv {
@@ -42,5 +65,14 @@ impl World for TestEnv {
     }
     fn check_components(&self) -> Result<(), EnvError> {
         TestEnv::check_components(self)
+    }
+    fn worker_names(&self) -> Vec<String> {
+        TestEnv::worker_names(self)
+    }
+    fn worker(&self, name: &str) -> Result<&dyn World, EnvError> {
+        Ok(TestEnv::worker(self, name)?)
+    }
+    fn link(&self, worker: &str) -> Result<&Link, EnvError> {
+        TestEnv::link(self, worker)
     }
 }

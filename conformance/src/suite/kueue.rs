@@ -45,8 +45,11 @@ impl Drop for Running {
 
 async fn job_admitted_after_provisioning(ctx: &Ctx) -> Result<(), Failure> {
     let name = ctx.namespace.clone();
+    // Without MultiKueue: the suite's RBAC (rbac.yaml) grants nothing on Secrets.
+    let mut config = api::config::Configuration::default();
+    config.feature_gates.insert("MultiKueue".into(), false);
     let options = controller::Options {
-        config: api::config::Configuration::default(),
+        config,
         clock: ctx.clock,
         metrics: Default::default(),
         workers: Default::default(),

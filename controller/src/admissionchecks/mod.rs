@@ -25,7 +25,13 @@ use crate::writer::Writer;
 
 /// Every admission check controller the manager runs, in the order their passes run.
 pub fn registered(options: &Options) -> Vec<Box<dyn AdmissionCheckController>> {
-    vec![Box::new(provisioning::Controller::new(options))]
+    let mut checks: Vec<Box<dyn AdmissionCheckController>> =
+        vec![Box::new(provisioning::Controller::new(options))];
+    // Off, the controller neither watches Secrets nor talks to workers, as Kueue with the gate off.
+    if crate::config::gate(&options.config, "MultiKueue") {
+        checks.push(Box::new(multikueue::Controller::new(options)));
+    }
+    checks
 }
 
 /// One admission check's controller, driven by the manager's loop.

@@ -1,13 +1,18 @@
 //! The batch/v1 Job integration, as pure functions: Workload names and podsets from a Job, the information
 //! injected into an admitted job's pods, and starting, stopping and finishing a job.
 //!
+//! Jobs naming a prebuilt Workload (MultiKueue's jobs on a worker) use it instead ([`prebuilt_workload_name`]).
+//!
 //! The reconciler that reads and writes the objects lives elsewhere; these functions only compute. Behaviour,
 //! names and error messages follow upstream Kueue (`pkg/controller/jobs/job`, `pkg/controller/jobframework`,
 //! `pkg/podset`) because users and tools match on them.
 
 mod job;
 mod podset;
+mod prebuilt;
 
+#[cfg(test)]
+mod prebuilt_tests;
 #[cfg(test)]
 mod tests;
 
@@ -21,4 +26,8 @@ pub use job::{
 pub use podset::{
     CLUSTER_QUEUE_LABEL, LOCAL_QUEUE_LABEL, MULTIKUEUE_WORKER_WORKLOAD_POD_LABEL, PODSET_LABEL,
     PodSetInfo, PodSetInfoError, WORKLOAD_ANNOTATION, admitted_infos,
+};
+pub use prebuilt::{
+    JOB_UID_LABEL, OUT_OF_SYNC_MESSAGE, OUT_OF_SYNC_REASON, PREBUILT_WORKLOAD_ANNOTATION, adopt,
+    adoptable_by, controller_of, in_sync, prebuilt_workload_name, set_prebuilt_workload_name,
 };

@@ -1,23 +1,25 @@
 //! The batch/v1 Job pass: each managed Job gets a Workload, runs only while it is admitted, and
-//! finishes it when it completes. The decisions are in [`crate::jobs`].
+//! finishes it when it completes. A Job naming a prebuilt Workload (MultiKueue's job on a
+//! worker) adopts that one instead of creating its own, and waits suspended while it is missing.
+//! The decisions are in [`crate::jobs`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use api::constants::{finalizer, workload_condition as cond, workload_reason as reason};
-use api::kueue::{Workload, WorkloadSpec, WorkloadStatus};
+use api::kueue::{PodSet, Workload, WorkloadSpec, WorkloadStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 
 use super::Reconciler;
 use crate::error::Error;
-use crate::jobs;
-use crate::state::{Key, World};
+use crate::jobs::{self, JOB_UID_LABEL};
+use crate::state::{Key, World, key_of};
 use crate::workload::{self, lifecycle};
 use crate::writer::Written;
 
-/// The label Kueue puts on a job's Workload with the job's uid.
-pub const JOB_UID_LABEL: &str = "kueue.x-k8s.io/job-uid";
+/// The event message of a job stopped because its prebuilt Workload is missing (upstream's).
+const MISSING_WORKLOAD: &str = "missing workload";
 
 /// The job pass's state.
 #[derive(Default)]
@@ -26,30 +28,163 @@ pub(super) struct JobsPass {
     pub dirty: BTreeSet<Key>,
     /// The workload of each job, by the job's uid.
     pub workload_of: BTreeMap<String, Key>,
+    /// Jobs whose prebuilt Workload is missing or controlled by another object: its key and the
+    /// resourceVersion it had when the job last looked (none while missing). They are looked at
+    /// again once it changes and can be adopted: the Workload does not name them yet, so no
+    /// other change would wake them (upstream retries such a job with backoff).
+    awaiting: BTreeMap<Key, (Key, Option<String>)>,
+}
+
+impl JobsPass {
+    /// `seen`: the Workload as the job last saw it, if it exists.
+    fn await_workload(&mut self, job: &Key, wl: Key, seen: Option<&Workload>) {
+        let version = seen.and_then(|w| w.metadata.resource_version.clone());
+        self.awaiting.insert(job.clone(), (wl, version));
+    }
+
+    fn forget(&mut self, job: &Key) {
+        self.awaiting.remove(job);
+    }
+
+    /// Marks the awaiting jobs whose prebuilt Workload changed and may now be adopted.
+    fn wake_awaiting(&mut self, world: &World) {
+        for (job_key, (wl_key, seen)) in &self.awaiting {
+            let Some(wl) = world.workloads.get(wl_key) else {
+                continue;
+            };
+            let changed = wl.metadata.resource_version != *seen;
+            if changed
+                && world
+                    .jobs
+                    .get(job_key)
+                    .is_some_and(|job| jobs::adoptable_by(wl, job))
+            {
+                self.dirty.insert(job_key.clone());
+            }
+        }
+    }
+}
+
+/// What a job's prebuilt Workload lookup found.
+enum Prebuilt {
+    /// The Workload, adopted and in sync with the job.
+    Found(Box<Workload>),
+    /// None to use: missing, controlled by another object, or just finished out of sync.
+    Missing,
+    /// The adoption lost a race; the job is looked at again with the newer Workload.
+    Later,
 }
 
 impl Reconciler {
     pub(super) async fn jobs_pass(&mut self, world: &mut World) -> Result<bool, Error> {
         let mut progressed = false;
+        self.jobs.wake_awaiting(world);
         for key in std::mem::take(&mut self.jobs.dirty) {
             let Some(job) = world.jobs.get(&key).cloned() else {
+                self.jobs.forget(&key);
                 continue;
             };
             if !jobs::is_managed(&job, self.options.config.manage_jobs_without_queue_name) {
+                self.jobs.forget(&key);
                 continue;
             }
             if job.metadata.deletion_timestamp.is_some() {
                 continue;
             }
-            let wl = self
-                .jobs
-                .workload_of
-                .get(&job.uid().unwrap_or_default())
-                .and_then(|k| world.workloads.get(k))
-                .cloned();
+            let wl = match jobs::prebuilt_workload_name(&job.metadata).map(str::to_owned) {
+                Some(name) => match self.prebuilt_workload(world, &job, &name).await? {
+                    (Prebuilt::Found(wl), wrote) => {
+                        progressed |= wrote;
+                        Some(*wl)
+                    }
+                    (Prebuilt::Missing, wrote) => {
+                        progressed |= wrote;
+                        progressed |= self.without_prebuilt_workload(world, &job).await?;
+                        continue;
+                    }
+                    (Prebuilt::Later, wrote) => {
+                        progressed |= wrote;
+                        continue;
+                    }
+                },
+                None => self
+                    .jobs
+                    .workload_of
+                    .get(&job.uid().unwrap_or_default())
+                    .and_then(|k| world.workloads.get(k))
+                    .cloned(),
+            };
             progressed |= self.reconcile_job(world, job, wl).await?;
         }
         Ok(progressed)
+    }
+
+    /// Upstream's `ensureOneWorkload` for a job naming a prebuilt Workload: the Workload, once
+    /// the job controls it and it still matches the job. One that no longer matches is finished
+    /// `OutOfSync` (MultiKueue then dispatches again). Also whether anything was written.
+    async fn prebuilt_workload(
+        &mut self,
+        world: &mut World,
+        job: &Job,
+        name: &str,
+    ) -> Result<(Prebuilt, bool), Error> {
+        let job_key = key_of(job);
+        let wl_key = format!("{}/{name}", job.namespace().unwrap_or_default());
+        let found = world.workloads.get(&wl_key);
+        let Some(mut wl) = found.filter(|wl| jobs::adoptable_by(wl, job)).cloned() else {
+            self.jobs.await_workload(&job_key, wl_key, found);
+            return Ok((Prebuilt::Missing, false));
+        };
+        self.jobs.forget(&job_key);
+        let mut wrote = false;
+        let mut adopted = wl.clone();
+        if jobs::adopt(&mut adopted, job) {
+            match self.writer.replace(&adopted).await? {
+                Written::Ok(new) => {
+                    self.written_workload(world, new.clone());
+                    wl = new;
+                    wrote = true;
+                }
+                Written::Stale => {
+                    self.jobs.await_workload(&job_key, wl_key, Some(&wl));
+                    return Ok((Prebuilt::Later, false));
+                }
+            }
+        }
+        // A finished Workload has nothing left to protect; upstream would finish it again.
+        if !workload::is_finished(&wl) && !jobs::in_sync(job, &wl, &self.flavor_specs(world)) {
+            let finished = self
+                .finish_workload(
+                    world,
+                    &wl,
+                    jobs::OUT_OF_SYNC_REASON,
+                    jobs::OUT_OF_SYNC_MESSAGE,
+                )
+                .await?;
+            return Ok((Prebuilt::Missing, wrote || finished.is_some()));
+        }
+        Ok((Prebuilt::Found(Box::new(wl)), wrote))
+    }
+
+    /// Upstream's `handleJobWithNoWorkload` for a prebuilt Workload: the job is kept suspended
+    /// and no Workload is created; it runs once its own arrives and is admitted.
+    async fn without_prebuilt_workload(
+        &mut self,
+        world: &mut World,
+        job: &Job,
+    ) -> Result<bool, Error> {
+        if jobs::finished(job).is_some() {
+            return Ok(false);
+        }
+        self.stop(world, job, &[], MISSING_WORKLOAD).await
+    }
+
+    fn flavor_specs(&self, world: &World) -> BTreeMap<String, api::kueue::ResourceFlavorSpec> {
+        world
+            .flavors
+            .iter()
+            .map(|(k, f)| (k.clone(), f.spec.clone()))
+            .collect()
     }
 
     async fn reconcile_job(
@@ -73,12 +208,14 @@ impl Reconciler {
         };
         // An evicted workload: stop the job, then release the quota once nothing runs.
         if workload::is_evicted(&wl) {
-            let mut progressed = self.stop(world, &job, &wl, "evicted").await?;
-            let job = world
-                .jobs
-                .get(&crate::state::key_of(&job))
-                .cloned()
-                .unwrap_or(job);
+            let message = wl
+                .status
+                .as_ref()
+                .and_then(|s| workload::conditions::find(&s.conditions, cond::EVICTED))
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            let mut progressed = self.stop(world, &job, &wl.spec.pod_sets, &message).await?;
+            let job = world.jobs.get(&key_of(&job)).cloned().unwrap_or(job);
             if workload::has_quota_reservation(&wl) && !jobs::is_active(&job) {
                 let mut next = wl.clone();
                 let status = next.status.get_or_insert_with(WorkloadStatus::default);
@@ -100,7 +237,14 @@ impl Reconciler {
             return Ok(false);
         }
         if !workload::is_admitted(&wl) {
-            return self.stop(world, &job, &wl, "not admitted").await;
+            return self
+                .stop(
+                    world,
+                    &job,
+                    &wl.spec.pod_sets,
+                    "Not admitted by cluster queue",
+                )
+                .await;
         }
         Ok(false)
     }
@@ -168,11 +312,7 @@ impl Reconciler {
     }
 
     async fn start(&mut self, world: &mut World, job: &Job, wl: &Workload) -> Result<bool, Error> {
-        let flavors = world
-            .flavors
-            .iter()
-            .map(|(k, f)| (k.clone(), f.spec.clone()))
-            .collect();
+        let flavors = self.flavor_specs(world);
         let started = jobs::admitted_infos(wl, &flavors).and_then(|infos| {
             let mut next = job.clone();
             jobs::start_job(&mut next, &infos).map(|()| next)
@@ -211,15 +351,17 @@ impl Reconciler {
         }
     }
 
+    /// Suspends the job and puts its template back as in `pod_sets` (none: only suspends);
+    /// `message` is the `Stopped` event's.
     async fn stop(
         &mut self,
         world: &mut World,
         job: &Job,
-        wl: &Workload,
-        why: &str,
+        pod_sets: &[PodSet],
+        message: &str,
     ) -> Result<bool, Error> {
         let mut planned = job.clone();
-        let outcome = jobs::stop_job(&mut planned, &wl.spec.pod_sets);
+        let outcome = jobs::stop_job(&mut planned, pod_sets);
         // In Kueue's order, three writes: kube-apiserver refuses to clear the start time of a
         // job that is not suspended, and to change its template while it has one.
         let mut current = job.clone();
@@ -230,16 +372,7 @@ impl Reconciler {
             let Written::Ok(new) = self.writer.replace(&suspended).await? else {
                 return Ok(false);
             };
-            let message = match why {
-                "evicted" => wl
-                    .status
-                    .as_ref()
-                    .and_then(|s| crate::workload::conditions::find(&s.conditions, cond::EVICTED))
-                    .map(|c| c.message.clone())
-                    .unwrap_or_default(),
-                _ => "Not admitted by cluster queue".to_owned(),
-            };
-            self.writer.event(&new, false, "Stopped", &message).await;
+            self.writer.event(&new, false, "Stopped", message).await;
             self.written_job(world, new.clone());
             current = new;
             progressed = true;
@@ -257,7 +390,7 @@ impl Reconciler {
             progressed = true;
         }
         let mut restored = current.clone();
-        if jobs::stop_job(&mut restored, &wl.spec.pod_sets).spec_changed
+        if jobs::stop_job(&mut restored, pod_sets).spec_changed
             && let Written::Ok(new) = self.writer.replace(&restored).await?
         {
             self.written_job(world, new);
@@ -274,6 +407,28 @@ impl Reconciler {
         why: &str,
         message: &str,
     ) -> Result<bool, Error> {
+        let Some(new) = self.finish_workload(world, wl, why, message).await? else {
+            return Ok(false);
+        };
+        self.writer
+            .event(
+                job,
+                false,
+                "FinishedWorkload",
+                &format!("Workload '{}' is declared finished", workload::key(&new)),
+            )
+            .await;
+        Ok(true)
+    }
+
+    /// Sets `Finished=True` with `why` and `message`; the written Workload, unless it was stale.
+    async fn finish_workload(
+        &mut self,
+        world: &mut World,
+        wl: &Workload,
+        why: &str,
+        message: &str,
+    ) -> Result<Option<Workload>, Error> {
         let now = self.options.clock.now_time();
         let mut next = wl.clone();
         let status = next.status.get_or_insert_with(WorkloadStatus::default);
@@ -287,18 +442,10 @@ impl Reconciler {
             &now,
         );
         let Written::Ok(new) = self.writer.replace_status(&next).await? else {
-            return Ok(false);
+            return Ok(None);
         };
-        self.writer
-            .event(
-                job,
-                false,
-                "FinishedWorkload",
-                &format!("Workload '{}' is declared finished", workload::key(&new)),
-            )
-            .await;
-        self.written_workload(world, new);
-        Ok(true)
+        self.written_workload(world, new.clone());
+        Ok(Some(new))
     }
 
     pub(super) async fn remove_finalizer(

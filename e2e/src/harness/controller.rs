@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use controller::admissionchecks::multikueue::connect::WorkerAccess;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
@@ -75,16 +76,29 @@ impl Component for ControllerComponent {
     }
 
     fn run(&self, ctx: ComponentContext) -> BoxFuture<'static, Result<(), String>> {
+        self.run_with_workers(ctx, WorkerAccess::default())
+    }
+
+    /// As a MultiKueue manager, the controller reaches its workers through `workers`.
+    fn run_with_workers(
+        &self,
+        ctx: ComponentContext,
+        workers: WorkerAccess,
+    ) -> BoxFuture<'static, Result<(), String>> {
         let options = controller::Options {
             config: self.config.clone(),
             clock: controller::Clock::anchored(ctx.start_wall, ctx.start),
             metrics: self.metrics.clone(),
-            workers: Default::default(),
+            workers,
         };
         Box::pin(async move {
             controller::manager::run(ctx.client, options)
                 .await
                 .map_err(|e| e.to_string())
         })
+    }
+
+    fn secrets_namespace(&self) -> Option<String> {
+        Some(self.config.namespace.clone())
     }
 }

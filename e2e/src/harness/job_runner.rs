@@ -7,6 +7,10 @@
 //! `tollgate.dev/run-outcome` (`Succeeded` or `Failed`) set what happens; the component's
 //! configuration sets the default duration (`{duration: 30s}`).
 //!
+//! Like the Job controller, it leaves alone a Job whose `spec.managedBy` names another controller
+//! (MultiKueue's jobs on the manager, whose pods run on a worker): it neither runs it nor writes
+//! its status.
+//!
 //! With `{pods: true}` it also plays the scheduler ([`super::pods`]): a Job's pods are created on
 //! the Nodes that can take them, and the Job starts only once all of them have a node.
 //!
@@ -37,6 +41,8 @@ use crate::scenario::duration::VirtualDuration;
 pub const DURATION_ANNOTATION: &str = "tollgate.dev/run-duration";
 /// How a Job ends: `Succeeded` (default) or `Failed`.
 pub const OUTCOME_ANNOTATION: &str = "tollgate.dev/run-outcome";
+/// The Job controller's own `spec.managedBy` value.
+pub const JOB_CONTROLLER: &str = "kubernetes.io/job-controller";
 
 pub struct JobRunner {
     default_duration: Duration,
@@ -207,6 +213,9 @@ async fn run(
             let Some(job) = jobs.get(&key).cloned() else {
                 continue;
             };
+            if !ours(&job) {
+                continue;
+            }
             if with_pods {
                 if suspended(&job) {
                     pods::stop(&ctx.client, &job, &mut cluster).await?;
@@ -260,14 +269,23 @@ fn apply_room<K: kube::Resource + Clone>(mirror: &mut Mirror<K>, event: Event<K>
     live || changed
 }
 
+/// Whether the Job controller runs the Job: `spec.managedBy` unset or its own (another value is
+/// immutable, so such a Job is never ours).
+fn ours(job: &Job) -> bool {
+    job.spec
+        .as_ref()
+        .and_then(|s| s.managed_by.as_deref())
+        .is_none_or(|m| m == JOB_CONTROLLER)
+}
+
 fn suspended(job: &Job) -> bool {
     job.spec.as_ref().and_then(|s| s.suspend).unwrap_or(false)
 }
 
-/// Unsuspended, not started and not finished: its pods are still to be placed.
+/// Ours, unsuspended, not started and not finished: its pods are still to be placed.
 fn waits_for_pods(job: &Job) -> bool {
     let status = job.status.clone().unwrap_or_default();
-    !suspended(job) && status.start_time.is_none() && ended(job).is_none()
+    ours(job) && !suspended(job) && status.start_time.is_none() && ended(job).is_none()
 }
 
 /// How the Job ended, as its pods' phase: `Succeeded` or `Failed`.

@@ -134,3 +134,94 @@ async fn a_pod_deleted_while_the_watch_was_down_frees_its_node() {
     );
     assert!(!running.is_finished(), "the runner stopped");
 }
+
+/// A Job of one pod of one CPU, unsuspended, with `spec.managedBy` set or not.
+fn managed_job(name: &str, managed_by: Option<&str>) -> Job {
+    let mut job = job(name);
+    job.spec.as_mut().unwrap().managed_by = managed_by.map(str::to_owned);
+    job
+}
+
+/// Whether the Job got a status (beyond the API server's empty one), and the names of its pods.
+async fn traces(client: &kube::Client, name: &str) -> (bool, Vec<String>) {
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let status = jobs.get(name).await.unwrap().status.unwrap_or_default();
+    let has_status = status != Default::default();
+    let pods: Vec<String> = Api::<Pod>::namespaced(client.clone(), "default")
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .filter(|n| n.starts_with(&format!("{name}-")))
+        .collect();
+    (has_status, pods)
+}
+
+#[rstest::rstest]
+#[case::multikueue(Some("kueue.x-k8s.io/multikueue"), false)]
+#[case::another_controller(Some("example.com/other"), false)]
+#[case::the_job_controller(Some("kubernetes.io/job-controller"), true)]
+#[case::unset(None, true)]
+#[tokio::test(start_paused = true)]
+async fn runs_only_the_jobs_the_job_controller_manages(
+    #[case] managed_by: Option<&str>,
+    #[case] runs: bool,
+) {
+    let server = FakeApiServer::builder()
+        .start_time("2026-01-01T00:00:00Z".parse().unwrap())
+        .build()
+        .unwrap();
+    let client = server.client();
+    let (start_wall, start) = server.clock().anchor();
+    let runner = JobRunner::new(Duration::from_secs(30)).with_pods();
+    let ctx = ComponentContext {
+        client: client.clone(),
+        start_wall,
+        start,
+    };
+    let running = tokio::spawn(runner.run(ctx));
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let post = PostParams::default();
+    let mut room = node();
+    room.status
+        .as_mut()
+        .unwrap()
+        .allocatable
+        .as_mut()
+        .unwrap()
+        .insert(
+            "cpu".to_owned(),
+            k8s_openapi::apimachinery::pkg::api::resource::Quantity("2".to_owned()),
+        );
+    Api::<Node>::all(client.clone())
+        .create(&post, &room)
+        .await
+        .unwrap();
+
+    jobs.create(&post, &managed_job("job", managed_by))
+        .await
+        .unwrap();
+    // A Job created after it, which the runner surely runs: once it has completed, the runner
+    // has long seen the first one.
+    jobs.create(&post, &job("witness")).await.unwrap();
+    within_a_minute("the witness completes", || async {
+        let witness = jobs.get("witness").await.unwrap();
+        super::ended(&witness) == Some("Succeeded")
+    })
+    .await;
+
+    let (has_status, pods) = traces(&client, "job").await;
+    if runs {
+        assert!(has_status, "the Job controller's Job ran");
+        assert_eq!(pods, vec!["job-0".to_owned()]);
+    } else {
+        assert!(!has_status, "another controller's Job got a status");
+        assert!(
+            pods.is_empty(),
+            "another controller's Job got pods: {pods:?}"
+        );
+    }
+    assert!(!running.is_finished(), "the runner stopped");
+}

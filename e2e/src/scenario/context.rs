@@ -1,6 +1,7 @@
 //! What operations run with: the environment and its cluster, the scenario's namespace, the
 //! kinds found through discovery, the watches the scenario opened, and the lookups several
-//! operations share.
+//! operations share. An operation with `cluster: <worker>` runs with that worker's cluster in
+//! place of the manager's ([`Context::target`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,11 +16,16 @@ use crate::cluster::Cluster;
 use crate::world::World;
 
 pub struct Context<'a> {
+    /// The whole world (the manager and its workers).
     pub env: &'a dyn World,
+    /// The cluster the running operation addresses: the manager's, or a worker's.
     pub cluster: Arc<dyn Cluster>,
+    /// The worker the running operation addresses; `None` for the manager.
+    target: Option<String>,
     /// For namespaced objects that name none.
     namespace: &'a str,
-    kinds: HashMap<(String, String), (ApiResource, ApiCapabilities)>,
+    /// By cluster (`None`: the manager), apiVersion and kind.
+    kinds: HashMap<(Option<String>, String, String), (ApiResource, ApiCapabilities)>,
     /// The scenario's `watch`es, in the order they started.
     pub watches: Vec<ScenarioWatch>,
 }
@@ -29,9 +35,28 @@ impl<'a> Context<'a> {
         Context {
             env,
             cluster: env.cluster(),
+            target: None,
             namespace,
             kinds: HashMap::new(),
             watches: Vec::new(),
+        }
+    }
+
+    /// Address the worker `worker` (`None`: the manager) until told otherwise.
+    pub fn target(&mut self, worker: Option<&str>) -> Result<(), String> {
+        self.cluster = match worker {
+            None => self.env.cluster(),
+            Some(w) => self.env.worker(w).map_err(|e| e.to_string())?.cluster(),
+        };
+        self.target = worker.map(str::to_string);
+        Ok(())
+    }
+
+    /// The world of the addressed cluster: its components.
+    pub fn world(&self) -> Result<&'a dyn World, String> {
+        match &self.target {
+            None => Ok(self.env),
+            Some(w) => self.env.worker(w).map_err(|e| e.to_string()),
         }
     }
 
@@ -42,7 +67,7 @@ impl<'a> Context<'a> {
     ) -> Result<(ApiResource, ApiCapabilities), String> {
         let api_version = obj["apiVersion"].as_str().unwrap_or_default().to_string();
         let kind = obj["kind"].as_str().unwrap_or_default().to_string();
-        let key = (api_version.clone(), kind.clone());
+        let key = (self.target.clone(), api_version.clone(), kind.clone());
         if let Some(found) = self.kinds.get(&key) {
             return Ok(found.clone());
         }

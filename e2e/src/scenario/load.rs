@@ -11,9 +11,11 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use super::check::Checker;
-use super::model::{Need, RawStep, ScenarioFile};
+use super::model::{Need, RawStep, ScenarioFile, WorkerFile};
 use super::naming::KindRef;
 use super::ops::{self, Operation, RawOperation};
+use crate::env::MANAGER;
+use crate::harness::kubeconfig::check_worker_name;
 
 /// Why a scenario file was refused. `Display` starts with `file:line:column`.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +36,8 @@ pub struct Scenario {
     /// The file it came from, as given to [`load`].
     pub file: String,
     pub components: BTreeMap<String, Value>,
+    /// Worker clusters by name, each with its components (MultiKueue).
+    pub workers: BTreeMap<String, BTreeMap<String, Value>>,
     /// The kinds the trace records.
     pub trace: Vec<KindRef>,
     pub namespace: String,
@@ -49,6 +53,11 @@ pub const REAL_TIME_LIMIT: Duration = Duration::from_secs(30);
 impl Scenario {
     /// Why this scenario cannot run on a real cluster (real time, no faults), if it cannot.
     pub fn real_time_blocker(&self) -> Option<String> {
+        if !self.workers.is_empty() {
+            return Some(
+                "it declares worker clusters, which only the embedded backend runs".into(),
+            );
+        }
         if self.needs.contains(&Need::Faults) {
             return Some("it declares that it needs fault injection".into());
         }
@@ -96,6 +105,8 @@ pub struct Step {
 pub struct Op {
     pub name: Option<String>,
     pub line: u64,
+    /// The worker cluster it runs on; `None` for the manager (the scenario's own cluster).
+    pub cluster: Option<String>,
     pub action: Arc<dyn Operation>,
 }
 
@@ -115,9 +126,15 @@ pub fn load(path: &Path) -> Result<Scenario, LoadError> {
 /// are read from.
 pub fn parse(file: &str, text: &str, dir: &Path) -> Result<Scenario, LoadError> {
     let raw: ScenarioFile = serde_saphyr::from_str(text).map_err(|e| yaml_error(file, &e))?;
+    let workers = raw
+        .workers
+        .as_ref()
+        .map(|w| w.value.keys().cloned().collect())
+        .unwrap_or_default();
     Loader {
         file,
         checker: Checker::new(dir),
+        workers,
     }
     .scenario(raw)
 }
@@ -145,6 +162,8 @@ fn yaml_error(file: &str, e: &serde_saphyr::Error) -> LoadError {
 struct Loader<'a> {
     file: &'a str,
     checker: Checker<'a>,
+    /// The worker clusters the file declares.
+    workers: Vec<String>,
 }
 
 impl Loader<'_> {
@@ -174,6 +193,10 @@ impl Loader<'_> {
         if raw.steps.is_empty() {
             return Err(self.err(0, "steps: a scenario needs at least one step"));
         }
+        let workers = match raw.workers {
+            Some(section) => self.workers_section(section.referenced.line(), section.value)?,
+            None => BTreeMap::new(),
+        };
         let mut steps = Vec::new();
         for (i, step) in raw.steps.into_iter().enumerate() {
             steps.push(self.step(&format!("steps[{i}]"), step)?);
@@ -190,6 +213,7 @@ impl Loader<'_> {
             tags: raw.tags,
             file: self.file.to_string(),
             components: raw.components,
+            workers,
             trace,
             namespace: raw.namespace.unwrap_or_else(|| "default".into()),
             needs: raw.needs,
@@ -199,6 +223,54 @@ impl Loader<'_> {
             scenario.trace = kinds_named(&scenario);
         }
         Ok(scenario)
+    }
+
+    fn workers_section(
+        &self,
+        line: u64,
+        section: BTreeMap<String, WorkerFile>,
+    ) -> Result<BTreeMap<String, BTreeMap<String, Value>>, LoadError> {
+        let mut workers = BTreeMap::new();
+        for (name, worker) in section {
+            check_worker_name(&name).map_err(|m| self.err(line, format!("workers: {m}")))?;
+            if name == MANAGER {
+                return Err(self.err(
+                    line,
+                    format!("workers: `{MANAGER}` names the scenario's own cluster; call the worker otherwise"),
+                ));
+            }
+            workers.insert(name, worker.components);
+        }
+        Ok(workers)
+    }
+
+    /// Every cluster a step may name, for errors.
+    fn clusters(&self) -> String {
+        std::iter::once(MANAGER.to_string())
+            .chain(self.workers.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The worker a step's `cluster` names (`None`: the manager).
+    fn cluster(
+        &self,
+        at: &str,
+        line: u64,
+        cluster: Option<String>,
+    ) -> Result<Option<String>, LoadError> {
+        match cluster {
+            None => Ok(None),
+            Some(c) if c == MANAGER => Ok(None),
+            Some(c) if self.workers.contains(&c) => Ok(Some(c)),
+            Some(c) => Err(self.err(
+                line,
+                format!(
+                    "{at}.cluster: no cluster named `{c}` (clusters: {})",
+                    self.clusters()
+                ),
+            )),
+        }
     }
 
     fn step(&self, at: &str, raw: Spanned<RawStep>) -> Result<Step, LoadError> {
@@ -211,6 +283,12 @@ impl Loader<'_> {
                     return Err(self.err(
                         line,
                         format!("{at}: a step has either `try` or one operation, not both"),
+                    ));
+                }
+                if raw.cluster.is_some() {
+                    return Err(self.err(
+                        line,
+                        format!("{at}: put `cluster` on the operations inside `try`"),
                     ));
                 }
                 if ops.is_empty() {
@@ -231,7 +309,7 @@ impl Loader<'_> {
                         format!("{at}: `catch` and `finally` belong to a step with `try`"),
                     ));
                 }
-                let op = self.op(at, line, raw.name.clone(), raw.operations)?;
+                let op = self.op(at, line, raw.name.clone(), raw.cluster, raw.operations)?;
                 Ok(Step {
                     name: raw.name,
                     line,
@@ -256,7 +334,7 @@ impl Loader<'_> {
                         format!("{at}: `try`, `catch` and `finally` do not nest"),
                     ));
                 }
-                self.op(&at, line, r.name, r.operations)
+                self.op(&at, line, r.name, r.cluster, r.operations)
             })
             .collect()
     }
@@ -266,6 +344,7 @@ impl Loader<'_> {
         at: &str,
         line: u64,
         name: Option<String>,
+        cluster: Option<String>,
         mut operations: Vec<RawOperation>,
     ) -> Result<Op, LoadError> {
         if operations.len() != 1 {
@@ -282,9 +361,32 @@ impl Loader<'_> {
         let action = fields
             .check(&self.checker)
             .map_err(|m| self.err(line, format!("{at}.{key}: {m}")))?;
+        if let Some(worker) = action.worker() {
+            if cluster.is_some() {
+                return Err(self.err(
+                    line,
+                    format!("{at}: `{key}` names its worker itself; leave out `cluster`"),
+                ));
+            }
+            if !self.workers.iter().any(|w| w == worker) {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "{at}.{key}: no worker cluster named `{worker}` (workers: {})",
+                        if self.workers.is_empty() {
+                            "none; declare them under `workers`".to_string()
+                        } else {
+                            self.workers.join(", ")
+                        }
+                    ),
+                ));
+            }
+        }
+        let cluster = self.cluster(at, line, cluster)?;
         Ok(Op {
             name,
             line,
+            cluster,
             action: Arc::from(action),
         })
     }
@@ -328,7 +430,7 @@ mod tests {
             message.contains(
                 "s.yaml:4:0: steps[0]: needs exactly one operation (apply, create, update, \
                  patch, delete, assert, error, absent, advance, fault, events, dump, watch, \
-                 stop, start, restart), found 0"
+                 stop, start, restart, partition, heal, slow), found 0"
             ),
             "{message}"
         );
@@ -339,9 +441,9 @@ mod tests {
         let message = refused("  - advanc: 1m\n");
         assert!(
             message.contains(
-                "s.yaml:4:5: unknown field `advanc`, expected one of name, try, catch, finally, \
-                 apply, create, update, patch, delete, assert, error, absent, advance, fault, \
-                 events, dump, watch, stop, start, restart"
+                "s.yaml:4:5: unknown field `advanc`, expected one of name, cluster, try, catch, \
+                 finally, apply, create, update, patch, delete, assert, error, absent, advance, \
+                 fault, events, dump, watch, stop, start, restart, partition, heal, slow"
             ),
             "{message}"
         );
@@ -356,6 +458,95 @@ mod tests {
             message.contains(
                 "s.yaml:7:0: steps[0].finally[0].delete: objects[0]: `metadata.name` is missing"
             ),
+            "{message}"
+        );
+    }
+
+    const WORKERS: &str = "name: s\ndescription: d\nworkers:\n  worker-1: {}\n  worker-2:\n    components: {job-runner: {}}\nsteps:\n";
+
+    fn refused_with_workers(steps: &str) -> String {
+        match parse("s.yaml", &format!("{WORKERS}{steps}"), Path::new(".")) {
+            Ok(_) => panic!("the scenario was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn steps_address_clusters_by_name() {
+        let scenario = parse(
+            "s.yaml",
+            &format!(
+                "{WORKERS}  - advance: 1s\n    cluster: worker-2\n  - advance: 1s\n    cluster: manager\n  - partition: {{worker: worker-1, mode: hang, for: 1m}}\n  - heal: worker-1\n"
+            ),
+            Path::new("."),
+        )
+        .expect("the scenario is accepted");
+        let clusters: Vec<Option<&str>> = scenario
+            .operations()
+            .map(|op| op.cluster.as_deref())
+            .collect();
+        assert_eq!(clusters, [Some("worker-2"), None, None, None]);
+        assert_eq!(
+            scenario.workers["worker-2"].keys().collect::<Vec<_>>(),
+            ["job-runner"]
+        );
+        assert_eq!(
+            scenario.operations().nth(2).map(|op| op.action.describe()),
+            Some("partition worker-1 (hanging for 1m0s)".to_string())
+        );
+        assert_eq!(
+            scenario.real_time_blocker().as_deref(),
+            Some("it declares worker clusters, which only the embedded backend runs")
+        );
+    }
+
+    #[test]
+    fn an_unknown_cluster_is_refused_with_the_clusters_there_are() {
+        let cases = [
+            (
+                refused_with_workers("  - advance: 1s\n    cluster: worker-3\n"),
+                "s.yaml:8:0: steps[0].cluster: no cluster named `worker-3` (clusters: manager, \
+                 worker-1, worker-2)",
+            ),
+            (
+                refused("  - heal: worker-1\n"),
+                "steps[0].heal: no worker cluster named `worker-1` (workers: none; declare them \
+                 under `workers`)",
+            ),
+            (
+                refused_with_workers("  - heal: worker-1\n    cluster: worker-1\n"),
+                "steps[0]: `heal` names its worker itself; leave out `cluster`",
+            ),
+            (
+                refused_with_workers("  - try:\n      - advance: 1s\n    cluster: worker-1\n"),
+                "steps[0]: put `cluster` on the operations inside `try`",
+            ),
+        ];
+        for (message, expected) in cases {
+            assert!(message.contains(expected), "{message}");
+        }
+    }
+
+    #[test]
+    fn workers_are_named_as_hosts_and_not_manager() {
+        let bad = |name: &str| match parse(
+            "s.yaml",
+            &format!(
+                "name: s\ndescription: d\nworkers:\n  {name}: {{}}\nsteps:\n  - advance: 1s\n"
+            ),
+            Path::new("."),
+        ) {
+            Ok(_) => panic!("`{name}` was accepted"),
+            Err(e) => e.to_string(),
+        };
+        let message = bad("Worker_1");
+        assert!(
+            message.starts_with("s.yaml:4:0: workers: `Worker_1` cannot name a worker cluster"),
+            "{message}"
+        );
+        let message = bad("manager");
+        assert!(
+            message.contains("`manager` names the scenario's own cluster"),
             "{message}"
         );
     }

@@ -25,6 +25,10 @@ pub struct ScenarioFile {
     /// The components to start besides the API server, by name, each with its configuration.
     #[serde(default)]
     pub components: BTreeMap<String, Value>,
+    /// Worker clusters (MultiKueue), by name: each its own API server and components. The
+    /// scenario's own cluster is then the manager.
+    #[serde(default)]
+    pub workers: Option<Spanned<BTreeMap<String, WorkerFile>>>,
     /// Kinds the trace records (`Kind`, `group/version/Kind` or `v1/Kind`). Default: every kind
     /// the steps name.
     #[serde(default)]
@@ -37,6 +41,15 @@ pub struct ScenarioFile {
     #[serde(default)]
     pub needs: Vec<Need>,
     pub steps: Vec<Spanned<RawStep>>,
+}
+
+/// One worker cluster.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WorkerFile {
+    /// Its components, as the scenario's `components`.
+    #[serde(default)]
+    pub components: BTreeMap<String, Value>,
 }
 
 /// Something only the embedded world has.
@@ -52,9 +65,11 @@ pub enum Need {
 /// A step, or one operation inside a step's `try`, `catch` or `finally`. A step is either a
 /// `try` block (with optional `catch` and `finally`) or a single operation, shorthand for a `try`
 /// of one. `load` checks that there is exactly one operation and that blocks do not nest.
+/// `cluster` beside an operation runs it on that worker cluster (or on `manager`).
 #[derive(Debug, Default)]
 pub struct RawStep {
     pub name: Option<String>,
+    pub cluster: Option<String>,
     pub try_: Option<Vec<Spanned<RawStep>>>,
     /// Run when the `try` block fails: what to collect for the report.
     pub catch: Option<Vec<Spanned<RawStep>>>,
@@ -85,6 +100,7 @@ impl<'de> Visitor<'de> for StepVisitor {
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
                 "name" => set_once(&mut step.name, "name", &mut map)?,
+                "cluster" => set_once(&mut step.cluster, "cluster", &mut map)?,
                 "try" => set_once(&mut step.try_, "try", &mut map)?,
                 "catch" => set_once(&mut step.catch, "catch", &mut map)?,
                 "finally" => set_once(&mut step.finally, "finally", &mut map)?,

@@ -1,6 +1,6 @@
 //! Running a scenario: each step's `try` operations in order through a `kube::Client`, `catch` when
 //! one fails, `finally` always, while a recorder writes the trace. What each operation does is
-//! its own (`ops`); this module only sequences them.
+//! its own (`ops`); this module only sequences them, each on the cluster it addresses.
 
 use std::time::Duration;
 
@@ -77,7 +77,16 @@ pub async fn run(scenario: &Scenario, registry: &Registry) -> Result<Outcome, St
             .map_err(|e| format!("{}: components.{name}: {e}", scenario.file))?;
         builder = builder.component(component);
     }
-    let env = builder.build().map_err(|e| e.to_string())?;
+    for (worker, components) in &scenario.workers {
+        let mut built = Vec::new();
+        for (name, config) in components {
+            built.push(registry.build(name, config).map_err(|e| {
+                format!("{}: workers.{worker}.components.{name}: {e}", scenario.file)
+            })?);
+        }
+        builder = builder.worker(worker, built);
+    }
+    let env = builder.start().await.map_err(|e| e.to_string())?;
     Ok(run_in(&env, scenario).await)
 }
 
@@ -87,6 +96,12 @@ pub async fn run_in(env: &dyn World, scenario: &Scenario) -> Outcome {
     let cluster = cx.cluster.clone();
     let feed = cluster.observe();
     let mut recorder = Recorder::new(feed, scenario.trace.clone(), env.start_time());
+    for worker in env.worker_names() {
+        match env.worker(&worker) {
+            Ok(w) => recorder.add_worker(&worker, w.cluster().observe()),
+            Err(e) => tracing::warn!(worker, error = %e, "not traced"),
+        }
+    }
     let start = cluster.now();
     let mut failure = None;
     if !cluster.virtual_time()
@@ -138,8 +153,15 @@ fn step_label(index: usize, step: &Step) -> String {
         .name
         .clone()
         .or_else(|| Some(step.try_.first()?.action.describe()));
+    let on = step
+        .try_
+        .first()
+        .and_then(|op| op.cluster.as_deref())
+        .filter(|_| step.name.is_none())
+        .map(|worker| format!(" on {worker}"))
+        .unwrap_or_default();
     match name {
-        Some(name) => format!("{} {name}", index + 1),
+        Some(name) => format!("{} {name}{on}", index + 1),
         None => format!("{}", index + 1),
     }
 }
@@ -161,7 +183,13 @@ async fn run_step(
     let mut dumps = Vec::new();
     if failed.is_some() {
         for op in &step.catch {
-            match op.action.collect(cx).await {
+            if let Err(e) = cx.target(op.cluster.as_deref()) {
+                dumps.push(format!("catch line {}: {e}", op.line));
+                continue;
+            }
+            let collected = op.action.collect(cx).await;
+            let _ = cx.target(None);
+            match collected {
                 Some(collected) => dumps.push(collected.unwrap_or_else(|e| e)),
                 None => {
                     if let Err(e) = run_op(cx, op).await {
@@ -191,9 +219,13 @@ async fn run_step(
     }
 }
 
-/// Run one operation; then a component that ended on its own fails it.
+/// Run one operation on the cluster it addresses; then a component (of any cluster) that ended on
+/// its own fails it.
 async fn run_op(cx: &mut Context<'_>, op: &Op) -> OpResult {
-    op.action.run(cx).await?;
+    cx.target(op.cluster.as_deref())?;
+    let result = op.action.run(cx).await;
+    cx.target(None)?;
+    result?;
     cx.env.check_components().map_err(|e| e.to_string())
 }
 

@@ -1,4 +1,5 @@
-//! `stop`, `start` and `restart`: a component the scenario started, by name.
+//! `stop`, `start` and `restart`: a component the scenario started, by name, on the manager or
+//! on the worker the step's `cluster` names.
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
@@ -53,7 +54,7 @@ impl Operation for Stop {
     }
 
     fn run<'a>(&'a self, cx: &'a mut Context<'_>) -> BoxFuture<'a, OpResult> {
-        Box::pin(async move { cx.env.stop(&self.0).await.map_err(|e| e.to_string()) })
+        Box::pin(async move { cx.world()?.stop(&self.0).await.map_err(|e| e.to_string()) })
     }
 }
 
@@ -67,7 +68,7 @@ impl Operation for Start {
     }
 
     fn run<'a>(&'a self, cx: &'a mut Context<'_>) -> BoxFuture<'a, OpResult> {
-        Box::pin(async move { cx.env.start(&self.0).map_err(|e| e.to_string()) })
+        Box::pin(async move { cx.world()?.start(&self.0).map_err(|e| e.to_string()) })
     }
 }
 
@@ -81,6 +82,11 @@ impl Operation for Restart {
     }
 
     fn run<'a>(&'a self, cx: &'a mut Context<'_>) -> BoxFuture<'a, OpResult> {
-        Box::pin(async move { cx.env.restart(&self.0).await.map_err(|e| e.to_string()) })
+        Box::pin(async move {
+            cx.world()?
+                .restart(&self.0)
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 }

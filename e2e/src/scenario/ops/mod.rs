@@ -15,6 +15,7 @@ pub mod dump;
 pub mod error;
 pub mod events;
 pub mod fault;
+pub mod link;
 pub mod watch;
 pub mod write;
 
@@ -71,6 +72,12 @@ pub trait Operation: Debug + Send + Sync {
     fn injects_faults(&self) -> bool {
         false
     }
+
+    /// The worker whose link from the manager it acts on (`partition`, `heal`, `slow`): such an
+    /// operation names its worker itself instead of running on a `cluster`.
+    fn worker(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// An operation as the file writes it, checked at load into an [`Operation`].
@@ -107,7 +114,7 @@ macro_rules! operations {
         pub const KEYS: &[&str] = &[$($key),*];
 
         /// Every field a step may hold.
-        pub const STEP_FIELDS: &[&str] = &["name", "try", "catch", "finally", $($key),*];
+        pub const STEP_FIELDS: &[&str] = &["name", "cluster", "try", "catch", "finally", $($key),*];
 
         /// Reads the value of the step field `key` if `key` names an operation.
         pub fn read<'de, A: MapAccess<'de>>(
@@ -140,6 +147,9 @@ operations! {
     "stop" => component::Stop,
     "start" => component::Start,
     "restart" => component::Restart,
+    "partition" => link::PartitionStep,
+    "heal" => link::Heal,
+    "slow" => link::Slow,
 }
 
 /// The objects of an operation for a step label: `Kind ns/a, Kind ns/b`.

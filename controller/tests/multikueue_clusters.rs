@@ -1,0 +1,780 @@
+//! MultiKueue's worker clusters as a user sees them: the MultiKueueCluster's `Active` condition
+//! and its MultiKueue AdmissionCheck's, with the manager and each worker an embedded fake API
+//! server on one virtual clock. The manager reaches a worker through the kubeconfig it is given
+//! (a Secret or a file); the test's [`Connector`] resolves the kubeconfig's server host to that
+//! worker's in-process client, as the e2e harness does.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use api::kueue::{AdmissionCheck, MultiKueueCluster};
+use controller::admissionchecks::multikueue::connect::{Connector, WorkerAccess};
+use controller::admissionchecks::multikueue::kubeconfig;
+use fake_apiserver::{FakeApiServer, Observed};
+use futures::future::BoxFuture;
+use jiff::Timestamp;
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::config::Kubeconfig;
+use serde_json::{Value, json};
+
+const START: &str = "2026-01-01T00:00:00Z";
+const NAMESPACE: &str = "kueue-system";
+/// A token and CA data that must never appear in a condition or an event.
+const TOKEN: &str = "s3cr3t-t0ken-never-shown";
+const CA_DATA: &str = "Q0EtREFUQS1ORVZFUi1TSE9XTg==";
+
+/// Resolves a kubeconfig's server host to a worker's in-process client.
+struct InProcess {
+    by_host: BTreeMap<String, kube::Client>,
+}
+
+impl Connector for InProcess {
+    fn connect(&self, config: Kubeconfig) -> BoxFuture<'static, Result<kube::Client, String>> {
+        let server = config
+            .current_context
+            .as_ref()
+            .and_then(|name| config.contexts.iter().find(|c| &c.name == name))
+            .and_then(|c| c.context.as_ref())
+            .and_then(|c| config.clusters.iter().find(|n| n.name == c.cluster))
+            .and_then(|n| n.cluster.as_ref()?.server.clone())
+            .unwrap_or_default();
+        let host = server
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.split([':', '/']).next())
+            .unwrap_or_default();
+        let client = self
+            .by_host
+            .get(host)
+            .cloned()
+            .ok_or_else(|| "dial tcp: lookup failed: no such host".to_owned());
+        Box::pin(async move { client })
+    }
+}
+
+/// A kubeconfig for the worker at `host`, with `extra` lines in its cluster.
+fn kubeconfig_for(host: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: worker\n  cluster:\n    server: https://{host}:6443\n    certificate-authority-data: {CA_DATA}\n{extra}\
+         users:\n- name: manager\n  user:\n    token: {TOKEN}\n\
+         contexts:\n- name: worker\n  context:\n    cluster: worker\n    user: manager\ncurrent-context: worker\n"
+    )
+}
+
+fn host_of(worker: &str) -> String {
+    format!("{worker}.clusters.example")
+}
+
+fn server(start: Timestamp) -> FakeApiServer {
+    let mut builder = FakeApiServer::builder().start_time(start);
+    for (file, yaml) in api::CHECKED_IN_CRDS {
+        builder = builder.crds_yaml(file, yaml);
+    }
+    builder.build().expect("server starts")
+}
+
+/// A manager and its workers, the manager's controller running.
+struct World {
+    _manager: FakeApiServer,
+    workers: BTreeMap<String, FakeApiServer>,
+    client: kube::Client,
+    controller: Option<tokio::task::JoinHandle<()>>,
+    options: controller::Options,
+    /// Every change of the manager's objects, as committed.
+    feed: fake_apiserver::ChangeFeed,
+    seen: Vec<Observed>,
+    _dir: tempfile::TempDir,
+}
+
+impl World {
+    async fn new(workers: &[&str]) -> World {
+        let start: Timestamp = START.parse().expect("time");
+        let manager = server(start);
+        let feed = manager.observe();
+        let workers: BTreeMap<String, FakeApiServer> = workers
+            .iter()
+            .map(|w| (w.to_string(), server(start)))
+            .collect();
+        let by_host = workers
+            .iter()
+            .map(|(name, s)| (host_of(name), s.client()))
+            .collect();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let options = controller::Options {
+            config: Default::default(),
+            clock: controller::Clock::anchored(start, tokio::time::Instant::now()),
+            metrics: Default::default(),
+            workers: WorkerAccess {
+                connector: Arc::new(InProcess { by_host }),
+                kubeconfig_dir: dir.path().to_path_buf(),
+            },
+        };
+        assert_eq!(options.config.namespace, NAMESPACE);
+        let client = manager.client();
+        create(
+            &client,
+            "v1",
+            "Namespace",
+            json!({"metadata": {"name": NAMESPACE}}),
+        )
+        .await;
+        let mut world = World {
+            _manager: manager,
+            workers,
+            client,
+            controller: None,
+            options,
+            feed,
+            seen: Vec::new(),
+            _dir: dir,
+        };
+        world.start();
+        world
+    }
+
+    fn start(&mut self) {
+        let run = controller::manager::run(self.client.clone(), self.options.clone());
+        self.controller = Some(tokio::spawn(async move {
+            if let Err(e) = run.await {
+                panic!("the controller stopped: {e}");
+            }
+        }));
+    }
+
+    /// Ends the controller as a crashed process would end.
+    async fn stop(&mut self) {
+        if let Some(task) = self.controller.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    fn worker(&self, name: &str) -> &FakeApiServer {
+        self.workers.get(name).expect("a worker of this world")
+    }
+
+    fn kubeconfig_dir(&self) -> std::path::PathBuf {
+        self.options.workers.kubeconfig_dir.clone()
+    }
+
+    /// A Secret holding `text` as its kubeconfig.
+    async fn secret(&self, name: &str, text: &str) {
+        let secret = json!({"metadata": {"name": name, "namespace": NAMESPACE},
+                            "stringData": {"kubeconfig": text}});
+        apply(&self.client, "v1", "Secret", Some(NAMESPACE), name, secret).await;
+    }
+
+    async fn cluster(&self, name: &str, location: &str, location_type: &str) {
+        let cluster = json!({"metadata": {"name": name}, "spec": {"clusterSource": {"kubeConfig": {
+            "location": location, "locationType": location_type}}}});
+        create(
+            &self.client,
+            "kueue.x-k8s.io/v1beta2",
+            "MultiKueueCluster",
+            cluster,
+        )
+        .await;
+    }
+
+    /// An AdmissionCheck `name` of MultiKueue with a MultiKueueConfig of the same name.
+    async fn check(&self, name: &str, clusters: &[&str]) {
+        let config = json!({"metadata": {"name": name}, "spec": {"clusters": clusters}});
+        create(
+            &self.client,
+            "kueue.x-k8s.io/v1beta2",
+            "MultiKueueConfig",
+            config,
+        )
+        .await;
+        let check = json!({"metadata": {"name": name}, "spec": {
+            "controllerName": "kueue.x-k8s.io/multikueue",
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name}}});
+        create(
+            &self.client,
+            "kueue.x-k8s.io/v1beta2",
+            "AdmissionCheck",
+            check,
+        )
+        .await;
+    }
+
+    /// Lets `d` of virtual time pass, with everything that happens meanwhile.
+    async fn pass(&mut self, d: Duration) {
+        tokio::time::sleep(d).await;
+        self.seen.extend(self.feed.drain());
+    }
+
+    async fn active_of_cluster(&self, name: &str) -> Option<Active> {
+        let api: Api<MultiKueueCluster> = Api::all(self.client.clone());
+        let cluster = api.get(name).await.expect("the cluster");
+        let conditions = cluster.status.map(|s| s.conditions).unwrap_or_default();
+        conditions
+            .iter()
+            .find(|c| c.type_ == "Active")
+            .map(Active::of)
+    }
+
+    async fn active_of_check(&self, name: &str) -> Option<Active> {
+        let api: Api<AdmissionCheck> = Api::all(self.client.clone());
+        let check = api.get(name).await.expect("the check");
+        let conditions = check.status.map(|s| s.conditions).unwrap_or_default();
+        conditions
+            .iter()
+            .find(|c| c.type_ == "Active")
+            .map(Active::of)
+    }
+
+    /// Every `Active` condition `name` (a MultiKueueCluster) was given, with when.
+    fn cluster_history(&self, name: &str) -> Vec<(Timestamp, Active)> {
+        let mut out: Vec<(Timestamp, Active)> = Vec::new();
+        for o in &self.seen {
+            if o.object["kind"] != "MultiKueueCluster" || o.object["metadata"]["name"] != name {
+                continue;
+            }
+            let Some(c) = o.object["status"]["conditions"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["type"] == "Active"))
+            else {
+                continue;
+            };
+            let now = Active::from_json(c);
+            if out.last().map(|(_, a)| a) != Some(&now) {
+                out.push((o.time, now));
+            }
+        }
+        out
+    }
+}
+
+/// An `Active` condition as a user reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Active {
+    status: String,
+    reason: String,
+    message: String,
+}
+
+impl Active {
+    fn of(c: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition) -> Active {
+        Active {
+            status: c.status.clone(),
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+        }
+    }
+
+    fn from_json(c: &Value) -> Active {
+        let s = |f: &str| c[f].as_str().unwrap_or_default().to_owned();
+        Active {
+            status: s("status"),
+            reason: s("reason"),
+            message: s("message"),
+        }
+    }
+}
+
+fn active(status: &str, reason: &str, message: &str) -> Option<Active> {
+    Some(Active {
+        status: status.into(),
+        reason: reason.into(),
+        message: message.into(),
+    })
+}
+
+const CONNECTED: (&str, &str, &str) = ("True", "Active", "Connected");
+
+async fn create(client: &kube::Client, api_version: &str, kind: &str, mut obj: Value) {
+    obj["apiVersion"] = api_version.into();
+    obj["kind"] = kind.into();
+    let ns = obj["metadata"]["namespace"].as_str().map(str::to_owned);
+    let api = dynamic(client, api_version, kind, ns.as_deref());
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(obj).expect("an object"),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("create {kind}: {e}"));
+}
+
+async fn apply(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    ns: Option<&str>,
+    name: &str,
+    mut obj: Value,
+) {
+    obj["apiVersion"] = api_version.into();
+    obj["kind"] = kind.into();
+    dynamic(client, api_version, kind, ns)
+        .patch(
+            name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&obj),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("apply {kind}: {e}"));
+}
+
+fn dynamic(
+    client: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    ns: Option<&str>,
+) -> Api<kube::api::DynamicObject> {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+    let plural = match kind {
+        "Namespace" => "namespaces".to_owned(),
+        "Secret" => "secrets".to_owned(),
+        k => format!("{}s", k.to_lowercase()),
+    };
+    let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, &plural);
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cluster_whose_secret_holds_a_good_kubeconfig_is_active() {
+    let mut world = World::new(&["worker-1"]).await;
+    world
+        .secret("worker-1", &kubeconfig_for(&host_of("worker-1"), ""))
+        .await;
+    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.pass(Duration::from_secs(1)).await;
+
+    assert_eq!(
+        world.active_of_cluster("worker-1").await,
+        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
+    );
+    // Its watches run on the worker: the link is up.
+    assert!(world.worker("worker-1").watcher_count() >= 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cluster_whose_file_is_under_the_kubeconfig_directory_is_active() {
+    let mut world = World::new(&["worker-1", "worker-2"]).await;
+    let dir = world.kubeconfig_dir();
+    std::fs::write(
+        dir.join("worker-1.yaml"),
+        kubeconfig_for(&host_of("worker-1"), ""),
+    )
+    .expect("write");
+    let outside = tempfile::tempdir().expect("tempdir");
+    let elsewhere = outside.path().join("worker-2.yaml");
+    std::fs::write(&elsewhere, kubeconfig_for(&host_of("worker-2"), "")).expect("write");
+
+    let inside = dir.join("worker-1.yaml");
+    world
+        .cluster("worker-1", &inside.to_string_lossy(), "Path")
+        .await;
+    world
+        .cluster("worker-2", &elsewhere.to_string_lossy(), "Path")
+        .await;
+    world.pass(Duration::from_secs(1)).await;
+
+    assert_eq!(
+        world.active_of_cluster("worker-1").await,
+        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
+    );
+    let resolved = std::fs::canonicalize(&elsewhere).expect("canonical");
+    let allowed = std::fs::canonicalize(&dir).expect("canonical");
+    assert_eq!(
+        world.active_of_cluster("worker-2").await,
+        active(
+            "False",
+            "BadKubeConfig",
+            &format!(
+                "load client config failed: kubeconfig path is not under the allowed prefix: {:?} is not under {:?}",
+                resolved.to_string_lossy(),
+                allowed.to_string_lossy()
+            )
+        )
+    );
+
+    // The file changes to an insecure kubeconfig: it is read again, and refused.
+    std::fs::write(
+        dir.join("worker-1.yaml"),
+        kubeconfig_for(&host_of("worker-1"), "    insecure-skip-tls-verify: true\n"),
+    )
+    .expect("write");
+    world.pass(Duration::from_secs(31)).await;
+    assert_eq!(
+        world.active_of_cluster("worker-1").await,
+        active(
+            "False",
+            "InsecureKubeConfig",
+            "load client config failed: insecure TLS verification is not allowed for cluster worker"
+        )
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn kubeconfigs_that_cannot_be_used_are_refused_until_their_secret_is_fixed() {
+    let mut world = World::new(&["worker-1"]).await;
+    let host = host_of("worker-1");
+    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.pass(Duration::from_secs(1)).await;
+    assert_eq!(
+        world.active_of_cluster("worker-1").await,
+        active(
+            "False",
+            "BadKubeConfig",
+            "load client config failed: secrets \"worker-1\" not found"
+        )
+    );
+
+    let refused = [
+        (
+            kubeconfig_for(&host, "    insecure-skip-tls-verify: true\n"),
+            "insecure TLS verification is not allowed for cluster worker",
+        ),
+        (
+            kubeconfig_for(&host, "").replace("    token:", "    tokenFile: /t\n    token:"),
+            "tokenFile is not allowed",
+        ),
+        (
+            kubeconfig_for("worker_1.clusters.example", ""),
+            "untrusted server endpoint",
+        ),
+        (
+            format!("clusters: {TOKEN}\n"),
+            "failed to parse kubeconfig(apiconfig): not a kubeconfig (line 1, column 11)",
+        ),
+    ];
+    for (text, why) in refused {
+        world.secret("worker-1", &text).await;
+        world.pass(Duration::from_secs(1)).await;
+        assert_eq!(
+            world.active_of_cluster("worker-1").await,
+            active(
+                "False",
+                "InsecureKubeConfig",
+                &format!("load client config failed: {why}")
+            ),
+        );
+    }
+
+    // Fixed: the Secret's change is enough, nothing waits for a backoff.
+    world.secret("worker-1", &kubeconfig_for(&host, "")).await;
+    world.pass(Duration::from_secs(1)).await;
+    assert_eq!(
+        world.active_of_cluster("worker-1").await,
+        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
+    );
+    no_secret_in_conditions_or_events(&world);
+}
+
+/// What a `ClientConnectionFailed` message says of the attempts made and the next one, relative to
+/// `since`.
+fn attempts(message: &str, since: Timestamp) -> Option<(u32, i64)> {
+    let (_, tail) = message.split_once("; connection attempts: ")?;
+    let (n, next) = tail.split_once(", next connection attempt: ")?;
+    let next: Timestamp = next.parse().ok()?;
+    Some((n.parse().ok()?, next.duration_since(since).as_secs()))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_partitioned_worker_is_retried_with_backoff_and_active_again_once_healed() {
+    let mut world = World::new(&["worker-1"]).await;
+    world
+        .secret("worker-1", &kubeconfig_for(&host_of("worker-1"), ""))
+        .await;
+    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.pass(Duration::from_secs(1)).await;
+    let lost = world.options.clock.now();
+    world
+        .worker("worker-1")
+        .faults()
+        .partition(Duration::from_secs(3600));
+    world.pass(Duration::from_secs(30)).await;
+
+    let history = world.cluster_history("worker-1");
+    let failures: Vec<(String, Option<(u32, i64)>)> = history
+        .iter()
+        .filter(|(_, a)| a.status == "False")
+        .map(|(_, a)| (a.reason.clone(), attempts(&a.message, lost)))
+        .collect();
+    let reason = "ClientConnectionFailed".to_owned();
+    // Attempts at 0s, 5s and 15s; the next ones 5s, 10s and 20s later.
+    assert_eq!(
+        failures,
+        vec![
+            (reason.clone(), Some((1, 5))),
+            (reason.clone(), Some((2, 15))),
+            (reason.clone(), Some((3, 35))),
+        ]
+    );
+    // Each was written when the attempt failed.
+    let written: Vec<i64> = history
+        .iter()
+        .filter(|(_, a)| a.status == "False")
+        .map(|(t, _)| t.duration_since(lost).as_secs())
+        .collect();
+    assert_eq!(written, vec![0, 5, 15]);
+    let last = world
+        .active_of_cluster("worker-1")
+        .await
+        .expect("a condition");
+    // The transport's error (the fake's refused connection), then the attempts.
+    assert_eq!(
+        last.message,
+        "ServiceError: partitioned by a fault; connection attempts: 3, \
+         next connection attempt: 2026-01-01T00:00:36Z"
+    );
+
+    world.worker("worker-1").faults().heal();
+    // The next attempt is at 35s: the cluster is connected again then, not before.
+    world.pass(Duration::from_secs(1)).await;
+    assert_eq!(world.active_of_cluster("worker-1").await, Some(last));
+    world.pass(Duration::from_secs(30)).await;
+    assert_eq!(
+        world.active_of_cluster("worker-1").await,
+        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
+    );
+    no_secret_in_conditions_or_events(&world);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_kubeconfig_refused_after_failed_attempts_keeps_their_count_and_waits_for_a_fix() {
+    let mut world = World::new(&["worker-1"]).await;
+    let host = host_of("worker-1");
+    world.secret("worker-1", &kubeconfig_for(&host, "")).await;
+    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.pass(Duration::from_secs(1)).await;
+    world
+        .worker("worker-1")
+        .faults()
+        .partition(Duration::from_secs(3600));
+    world.pass(Duration::from_secs(1)).await;
+    world
+        .secret(
+            "worker-1",
+            &kubeconfig_for(&host, "    insecure-skip-tls-verify: true\n"),
+        )
+        .await;
+    // Long past the next attempt: nothing is attempted with a kubeconfig that is refused.
+    world.pass(Duration::from_secs(600)).await;
+    assert_eq!(
+        world.active_of_cluster("worker-1").await,
+        active(
+            "False",
+            "InsecureKubeConfig",
+            "load client config failed: insecure TLS verification is not allowed for cluster \
+             worker; connection attempts: 1, next connection attempt: 2026-01-01T00:00:06Z"
+        )
+    );
+
+    world.worker("worker-1").faults().heal();
+    world.secret("worker-1", &kubeconfig_for(&host, "")).await;
+    world.pass(Duration::from_secs(1)).await;
+    assert_eq!(
+        world.active_of_cluster("worker-1").await,
+        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_worker_that_stops_answering_counts_as_lost() {
+    let mut world = World::new(&["worker-1"]).await;
+    world
+        .secret("worker-1", &kubeconfig_for(&host_of("worker-1"), ""))
+        .await;
+    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.pass(Duration::from_secs(1)).await;
+    let worker = world.worker("worker-1");
+    // Every request waits a day; open watches are cut, so the link has to ask again.
+    let hang = worker
+        .faults()
+        .inject(fake_apiserver::FaultRule::delay(Duration::from_secs(86400)));
+    worker.faults().close_watches();
+    let hung = world.options.clock.now();
+    world.pass(Duration::from_secs(200)).await;
+
+    let history = world.cluster_history("worker-1");
+    let (at, first) = history
+        .iter()
+        .find(|(_, a)| a.status == "False")
+        .expect("the worker was noticed to hang");
+    assert_eq!(first.reason, "ClientConnectionFailed");
+    assert!(
+        first
+            .message
+            .starts_with("watch establishment timed out; connection attempts: 1"),
+        "{}",
+        first.message
+    );
+    // Reopening the watch waits a minute; so does the next attempt's list.
+    assert_eq!(at.duration_since(hung).as_secs(), 120);
+
+    world.worker("worker-1").faults().remove(hang);
+    world.pass(Duration::from_secs(600)).await;
+    assert_eq!(
+        world.active_of_cluster("worker-1").await,
+        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_check_is_active_while_one_of_its_clusters_is() {
+    let mut world = World::new(&["worker-1", "worker-2"]).await;
+    for w in ["worker-1", "worker-2"] {
+        world.secret(w, &kubeconfig_for(&host_of(w), "")).await;
+        world.cluster(w, w, "Secret").await;
+    }
+    world
+        .check("multikueue", &["worker-1", "worker-2", "worker-3"])
+        .await;
+    world.check("pair", &["worker-1", "worker-2"]).await;
+    world.pass(Duration::from_secs(1)).await;
+    assert_eq!(
+        world.active_of_check("multikueue").await,
+        active("True", "SomeActiveClusters", "Missing clusters: [worker-3]")
+    );
+    assert_eq!(
+        world.active_of_check("pair").await,
+        active("True", "Active", "The admission check is active")
+    );
+
+    world
+        .worker("worker-2")
+        .faults()
+        .partition(Duration::from_secs(3600));
+    world.pass(Duration::from_secs(1)).await;
+    assert_eq!(
+        world.active_of_check("pair").await,
+        active(
+            "True",
+            "SomeActiveClusters",
+            "Inactive clusters: [worker-2]"
+        )
+    );
+    world
+        .worker("worker-1")
+        .faults()
+        .partition(Duration::from_secs(3600));
+    world.pass(Duration::from_secs(1)).await;
+    assert_eq!(
+        world.active_of_check("pair").await,
+        active(
+            "False",
+            "NoUsableClusters",
+            "Inactive clusters: [worker-1 worker-2]"
+        )
+    );
+    assert_eq!(
+        world.active_of_check("multikueue").await,
+        active(
+            "False",
+            "NoUsableClusters",
+            "Missing clusters: [worker-3], Inactive clusters: [worker-1 worker-2]"
+        )
+    );
+
+    for w in ["worker-1", "worker-2"] {
+        world.worker(w).faults().heal();
+    }
+    world.pass(Duration::from_secs(60)).await;
+    assert_eq!(
+        world.active_of_check("pair").await,
+        active("True", "Active", "The admission check is active")
+    );
+
+    // A deleted cluster is a missing one; its worker's watches end.
+    let clusters: Api<MultiKueueCluster> = Api::all(world.client.clone());
+    clusters
+        .delete("worker-2", &DeleteParams::default())
+        .await
+        .expect("delete");
+    world.pass(Duration::from_secs(1)).await;
+    assert_eq!(
+        world.active_of_check("pair").await,
+        active("True", "SomeActiveClusters", "Missing clusters: [worker-2]")
+    );
+    assert_eq!(world.worker("worker-2").watcher_count(), 0);
+    assert!(world.worker("worker-1").watcher_count() >= 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_check_whose_config_is_missing_is_a_bad_config() {
+    let mut world = World::new(&[]).await;
+    let check = json!({"metadata": {"name": "multikueue"}, "spec": {
+        "controllerName": "kueue.x-k8s.io/multikueue",
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "gone"}}});
+    create(
+        &world.client,
+        "kueue.x-k8s.io/v1beta2",
+        "AdmissionCheck",
+        check,
+    )
+    .await;
+    world.pass(Duration::from_secs(1)).await;
+    assert_eq!(
+        world.active_of_check("multikueue").await,
+        active(
+            "False",
+            "BadConfig",
+            "Cannot load the AdmissionChecks parameters: multikueueconfigs.kueue.x-k8s.io \"gone\" not found"
+        )
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stopped_manager_leaves_no_watch_on_its_workers_and_reconnects_when_started() {
+    let mut world = World::new(&["worker-1"]).await;
+    world
+        .secret("worker-1", &kubeconfig_for(&host_of("worker-1"), ""))
+        .await;
+    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.pass(Duration::from_secs(1)).await;
+    assert!(world.worker("worker-1").watcher_count() >= 2);
+
+    world.stop().await;
+    world.pass(Duration::from_secs(1)).await;
+    assert_eq!(world.worker("worker-1").watcher_count(), 0);
+
+    world.start();
+    world.pass(Duration::from_secs(1)).await;
+    assert!(world.worker("worker-1").watcher_count() >= 2);
+    assert_eq!(
+        world.active_of_cluster("worker-1").await,
+        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
+    );
+}
+
+/// Neither the token nor the CA data of any kubeconfig in a Secret appears in anything the
+/// manager's objects recorded: conditions, Events.
+fn no_secret_in_conditions_or_events(world: &World) {
+    let mut looked = 0;
+    for o in &world.seen {
+        if o.object["kind"] == "Secret" {
+            continue;
+        }
+        looked += 1;
+        let text = o.object.to_string();
+        for secret in [TOKEN, CA_DATA] {
+            assert!(
+                !text.contains(secret),
+                "a kubeconfig's contents in a {}: {text}",
+                o.object["kind"]
+            );
+        }
+    }
+    assert!(looked > 0, "nothing was recorded");
+    // And the refusals were written at all: there was something to leak into.
+    assert!(
+        world
+            .seen
+            .iter()
+            .any(|o| o.object["kind"] == "MultiKueueCluster")
+    );
+}
+
+#[test]
+fn the_test_kubeconfig_is_one_the_manager_accepts() {
+    kubeconfig::check(kubeconfig_for(&host_of("worker-1"), "").as_bytes()).expect("accepted");
+}
