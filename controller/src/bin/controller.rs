@@ -30,6 +30,11 @@ struct Args {
     /// This replica's identity in the Lease (default: hostname and process id).
     #[arg(long)]
     leader_elect_identity: Option<String>,
+    /// MultiKueue: the directory `locationType: Path` kubeconfigs of MultiKueueClusters must be
+    /// under (a path outside it is refused as `BadKubeConfig`). `locationType: Secret`
+    /// kubeconfigs are read from Secrets in the Configuration's `namespace` instead.
+    #[arg(long, value_name = "DIR", default_value = controller::admissionchecks::multikueue::connect::DEFAULT_KUBECONFIG_DIR)]
+    multikueue_kubeconfig_dir: PathBuf,
 }
 
 #[tokio::main]
@@ -61,7 +66,11 @@ async fn main() -> anyhow::Result<()> {
         config,
         clock: controller::Clock::system(),
         metrics,
-        workers: Default::default(),
+        // Workers are reached over the network, with the kubeconfigs MultiKueueClusters name.
+        workers: controller::admissionchecks::multikueue::connect::WorkerAccess {
+            kubeconfig_dir: args.multikueue_kubeconfig_dir.clone(),
+            ..Default::default()
+        },
     };
     match args.leader_elect_lease {
         Some(lease) => {

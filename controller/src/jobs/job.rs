@@ -203,9 +203,12 @@ pub fn is_suspended(job: &Job) -> bool {
 }
 
 /// Whether the job still has running pods (`status.active` is not 0); the quota of an evicted job is released
-/// only once it has none.
+/// only once it has none. A job handed to MultiKueue runs no pods here: its count is a worker's,
+/// copied back, and a lost worker would otherwise hold the manager's quota for ever.
 pub fn is_active(job: &Job) -> bool {
-    job.status.as_ref().and_then(|s| s.active).unwrap_or(0) != 0
+    let dispatched = job.spec.as_ref().and_then(|s| s.managed_by.as_deref())
+        == Some(api::constants::controller_name::MULTIKUEUE);
+    !dispatched && job.status.as_ref().and_then(|s| s.active).unwrap_or(0) != 0
 }
 
 /// Whether enough pods are ready or succeeded for waitForPodsReady: succeeded + ready + uncounted succeeded

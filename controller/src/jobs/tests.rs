@@ -935,11 +935,18 @@ fn job_without_status_is_not_finished_nor_active() {
 }
 
 #[rstest]
-#[case::none_active(Some(0), false)]
-#[case::unset(None, false)]
-#[case::some_active(Some(2), true)]
-fn active_when_pods_run(#[case] active: Option<i32>, #[case] want: bool) {
+#[case::none_active(Some(0), None, false)]
+#[case::unset(None, None, false)]
+#[case::some_active(Some(2), None, true)]
+#[case::run_by_the_job_controller(Some(2), Some("kubernetes.io/job-controller"), true)]
+#[case::copied_back_from_a_worker(Some(2), Some("kueue.x-k8s.io/multikueue"), false)]
+fn active_when_pods_run_here(
+    #[case] active: Option<i32>,
+    #[case] managed_by: Option<&str>,
+    #[case] want: bool,
+) {
     let mut j = job("demo");
+    j.spec.get_or_insert_with(Default::default).managed_by = managed_by.map(str::to_owned);
     j.status = Some(JobStatus {
         active,
         ..Default::default()

@@ -14,8 +14,9 @@ use jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::adapter::{self, JobAdapter};
+use super::plan::has_origin;
 use super::workers::{Worker, Workers};
-use super::workloads::{has_origin, is_unreachable, remove_copy, timed};
+use super::workloads::{is_unreachable, remove_copy, timed};
 use crate::admissionchecks::Ctx;
 use crate::error::Error;
 use crate::state::{Key, World, key_of};

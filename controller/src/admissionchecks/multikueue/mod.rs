@@ -5,8 +5,9 @@
 //! - [`clusters`]: MultiKueueClusters: kubeconfigs ([`kubeconfig`]), connections ([`connect`]),
 //!   the `Active` condition, reconnects, and watches on each worker ([`workers`]).
 //! - [`active`]: the `Active` condition of MultiKueue AdmissionChecks.
-//! - [`workloads`]: the manager's workloads: remote copies, the winner, the job on the winner,
-//!   status copied back, retries; which workers to try is [`dispatch`]'s decision.
+//! - [`plan`]: what happens next to a manager's workload (remote copies, the winner, the job on
+//!   the winner, status copied back, retries), decided without IO; which workers to try is
+//!   [`dispatch`]'s decision. [`workloads`] carries the plan out.
 //! - [`gc`]: removes remote objects whose manager workload is gone.
 //! - [`adapter`]: what the workload controller needs of a job kind (batch/v1 Job today).
 //!
@@ -19,6 +20,7 @@ pub mod connect;
 pub mod dispatch;
 pub mod gc;
 pub mod kubeconfig;
+pub mod plan;
 pub mod workers;
 pub mod workloads;
 

@@ -2,8 +2,9 @@
 //! show and whether they are reachable, what it does next.
 
 use super::*;
-use api::kueue::{PodSet, WorkloadSpec};
+use api::kueue::{PodSet, WorkloadSpec, WorkloadStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use rstest::rstest;
 
 const CHECK: &str = "mk";
