@@ -1,79 +1,24 @@
 //! MultiKueue's worker clusters as a user sees them: the MultiKueueCluster's `Active` condition
 //! and its MultiKueue AdmissionCheck's, with the manager and each worker an embedded fake API
 //! server on one virtual clock. The manager reaches a worker through the kubeconfig it is given
-//! (a Secret or a file); the test's [`Connector`] resolves the kubeconfig's server host to that
-//! worker's in-process client, as the e2e harness does.
+//! (a Secret or a file), which [`InProcess`] resolves to that worker's in-process client.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use api::kueue::{AdmissionCheck, MultiKueueCluster};
-use controller::admissionchecks::multikueue::connect::{Connector, WorkerAccess};
 use controller::admissionchecks::multikueue::kubeconfig;
 use fake_apiserver::{FakeApiServer, Observed};
-use futures::future::BoxFuture;
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::config::Kubeconfig;
-use serde_json::{Value, json};
+use kube::api::DeleteParams;
+use serde_json::Value;
 
-const START: &str = "2026-01-01T00:00:00Z";
-const NAMESPACE: &str = "kueue-system";
-/// A token and CA data that must never appear in a condition or an event.
-const TOKEN: &str = "s3cr3t-t0ken-never-shown";
-const CA_DATA: &str = "Q0EtREFUQS1ORVZFUi1TSE9XTg==";
-
-/// Resolves a kubeconfig's server host to a worker's in-process client.
-struct InProcess {
-    by_host: BTreeMap<String, kube::Client>,
-}
-
-impl Connector for InProcess {
-    fn connect(&self, config: Kubeconfig) -> BoxFuture<'static, Result<kube::Client, String>> {
-        let server = config
-            .current_context
-            .as_ref()
-            .and_then(|name| config.contexts.iter().find(|c| &c.name == name))
-            .and_then(|c| c.context.as_ref())
-            .and_then(|c| config.clusters.iter().find(|n| n.name == c.cluster))
-            .and_then(|n| n.cluster.as_ref()?.server.clone())
-            .unwrap_or_default();
-        let host = server
-            .split("://")
-            .nth(1)
-            .and_then(|rest| rest.split([':', '/']).next())
-            .unwrap_or_default();
-        let client = self
-            .by_host
-            .get(host)
-            .cloned()
-            .ok_or_else(|| "dial tcp: lookup failed: no such host".to_owned());
-        Box::pin(async move { client })
-    }
-}
-
-/// A kubeconfig for the worker at `host`, with `extra` lines in its cluster.
-fn kubeconfig_for(host: &str, extra: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: worker\n  cluster:\n    server: https://{host}:6443\n    certificate-authority-data: {CA_DATA}\n{extra}\
-         users:\n- name: manager\n  user:\n    token: {TOKEN}\n\
-         contexts:\n- name: worker\n  context:\n    cluster: worker\n    user: manager\ncurrent-context: worker\n"
-    )
-}
-
-fn host_of(worker: &str) -> String {
-    format!("{worker}.clusters.example")
-}
-
-fn server(start: Timestamp) -> FakeApiServer {
-    let mut builder = FakeApiServer::builder().start_time(start);
-    for (file, yaml) in api::CHECKED_IN_CRDS {
-        builder = builder.crds_yaml(file, yaml);
-    }
-    builder.build().expect("server starts")
-}
+use crate::common::{
+    CA_DATA, InProcess, NAMESPACE, TOKEN, admission_check, host_of, kubeconfig_for,
+    multikueue_check, multikueue_cluster, namespace, options, secret, server, spawn_controller,
+};
 
 /// A manager and its workers, the manager's controller running.
 struct World {
@@ -90,36 +35,19 @@ struct World {
 
 impl World {
     async fn new(workers: &[&str]) -> World {
-        let start: Timestamp = START.parse().expect("time");
-        let manager = server(start);
+        let manager = server();
         let feed = manager.observe();
-        let workers: BTreeMap<String, FakeApiServer> = workers
-            .iter()
-            .map(|w| (w.to_string(), server(start)))
-            .collect();
-        let by_host = workers
-            .iter()
-            .map(|(name, s)| (host_of(name), s.client()))
-            .collect();
+        let workers: BTreeMap<String, FakeApiServer> =
+            workers.iter().map(|w| (w.to_string(), server())).collect();
         let dir = tempfile::tempdir().expect("tempdir");
-        let options = controller::Options {
-            config: Default::default(),
-            clock: controller::Clock::anchored(start, tokio::time::Instant::now()),
-            metrics: Default::default(),
-            workers: WorkerAccess {
-                connector: Arc::new(InProcess { by_host }),
-                kubeconfig_dir: dir.path().to_path_buf(),
-            },
-        };
+        let access = InProcess::access(
+            workers.iter().map(|(name, s)| (name.clone(), s.client())),
+            dir.path().to_path_buf(),
+        );
+        let options = options(&manager, Default::default(), access);
         assert_eq!(options.config.namespace, NAMESPACE);
         let client = manager.client();
-        create(
-            &client,
-            "v1",
-            "Namespace",
-            json!({"metadata": {"name": NAMESPACE}}),
-        )
-        .await;
+        namespace(&client, NAMESPACE).await;
         let mut world = World {
             _manager: manager,
             workers,
@@ -135,12 +63,7 @@ impl World {
     }
 
     fn start(&mut self) {
-        let run = controller::manager::run(self.client.clone(), self.options.clone());
-        self.controller = Some(tokio::spawn(async move {
-            if let Err(e) = run.await {
-                panic!("the controller stopped: {e}");
-            }
-        }));
+        self.controller = Some(spawn_controller(self.client.clone(), self.options.clone()));
     }
 
     /// Ends the controller as a crashed process would end.
@@ -159,45 +82,31 @@ impl World {
         self.options.workers.kubeconfig_dir.clone()
     }
 
+    /// The cluster `name` of the worker `name`, through a Secret holding a good kubeconfig.
+    async fn connect(&self, name: &str) {
+        self.secret(name, &kubeconfig_for(&host_of(name), "")).await;
+        self.cluster(name, name, "Secret").await;
+    }
+
+    /// Cuts the worker off for an hour.
+    fn partition(&self, name: &str) {
+        self.worker(name)
+            .faults()
+            .partition(Duration::from_secs(3600));
+    }
+
     /// A Secret holding `text` as its kubeconfig.
     async fn secret(&self, name: &str, text: &str) {
-        let secret = json!({"metadata": {"name": name, "namespace": NAMESPACE},
-                            "stringData": {"kubeconfig": text}});
-        apply(&self.client, "v1", "Secret", Some(NAMESPACE), name, secret).await;
+        secret(&self.client, name, text).await;
     }
 
     async fn cluster(&self, name: &str, location: &str, location_type: &str) {
-        let cluster = json!({"metadata": {"name": name}, "spec": {"clusterSource": {"kubeConfig": {
-            "location": location, "locationType": location_type}}}});
-        create(
-            &self.client,
-            "kueue.x-k8s.io/v1beta2",
-            "MultiKueueCluster",
-            cluster,
-        )
-        .await;
+        multikueue_cluster(&self.client, name, location, location_type).await;
     }
 
     /// An AdmissionCheck `name` of MultiKueue with a MultiKueueConfig of the same name.
     async fn check(&self, name: &str, clusters: &[&str]) {
-        let config = json!({"metadata": {"name": name}, "spec": {"clusters": clusters}});
-        create(
-            &self.client,
-            "kueue.x-k8s.io/v1beta2",
-            "MultiKueueConfig",
-            config,
-        )
-        .await;
-        let check = json!({"metadata": {"name": name}, "spec": {
-            "controllerName": "kueue.x-k8s.io/multikueue",
-            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": name}}});
-        create(
-            &self.client,
-            "kueue.x-k8s.io/v1beta2",
-            "AdmissionCheck",
-            check,
-        )
-        .await;
+        multikueue_check(&self.client, name, clusters).await;
     }
 
     /// Lets `d` of virtual time pass, with everything that happens meanwhile.
@@ -209,21 +118,13 @@ impl World {
     async fn active_of_cluster(&self, name: &str) -> Option<Active> {
         let api: Api<MultiKueueCluster> = Api::all(self.client.clone());
         let cluster = api.get(name).await.expect("the cluster");
-        let conditions = cluster.status.map(|s| s.conditions).unwrap_or_default();
-        conditions
-            .iter()
-            .find(|c| c.type_ == "Active")
-            .map(Active::of)
+        Active::among(cluster.status.map(|s| s.conditions))
     }
 
     async fn active_of_check(&self, name: &str) -> Option<Active> {
         let api: Api<AdmissionCheck> = Api::all(self.client.clone());
         let check = api.get(name).await.expect("the check");
-        let conditions = check.status.map(|s| s.conditions).unwrap_or_default();
-        conditions
-            .iter()
-            .find(|c| c.type_ == "Active")
-            .map(Active::of)
+        Active::among(check.status.map(|s| s.conditions))
     }
 
     /// Every `Active` condition `name` (a MultiKueueCluster) was given, with when.
@@ -257,12 +158,14 @@ struct Active {
 }
 
 impl Active {
-    fn of(c: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition) -> Active {
-        Active {
-            status: c.status.clone(),
-            reason: c.reason.clone(),
-            message: c.message.clone(),
-        }
+    /// The `Active` one of an object's `conditions`, if any.
+    fn among(conditions: Option<Vec<Condition>>) -> Option<Active> {
+        let c = conditions?.into_iter().find(|c| c.type_ == "Active")?;
+        Some(Active {
+            status: c.status,
+            reason: c.reason,
+            message: c.message,
+        })
     }
 
     fn from_json(c: &Value) -> Active {
@@ -283,74 +186,44 @@ fn active(status: &str, reason: &str, message: &str) -> Option<Active> {
     })
 }
 
-const CONNECTED: (&str, &str, &str) = ("True", "Active", "Connected");
-
-async fn create(client: &kube::Client, api_version: &str, kind: &str, mut obj: Value) {
-    obj["apiVersion"] = api_version.into();
-    obj["kind"] = kind.into();
-    let ns = obj["metadata"]["namespace"].as_str().map(str::to_owned);
-    let api = dynamic(client, api_version, kind, ns.as_deref());
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(obj).expect("an object"),
+/// Refused for `why`, as the manager says of a kubeconfig it cannot use.
+fn refused(reason: &str, why: &str) -> Option<Active> {
+    active(
+        "False",
+        reason,
+        &format!("load client config failed: {why}"),
     )
-    .await
-    .unwrap_or_else(|e| panic!("create {kind}: {e}"));
 }
 
-async fn apply(
-    client: &kube::Client,
-    api_version: &str,
-    kind: &str,
-    ns: Option<&str>,
-    name: &str,
-    mut obj: Value,
-) {
-    obj["apiVersion"] = api_version.into();
-    obj["kind"] = kind.into();
-    dynamic(client, api_version, kind, ns)
-        .patch(
-            name,
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(&obj),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("apply {kind}: {e}"));
+/// A cluster line that turns TLS verification off, and what the manager says of it.
+const INSECURE_SKIP_TLS_VERIFY: &str = "    insecure-skip-tls-verify: true\n";
+const INSECURE: &str = "insecure TLS verification is not allowed for cluster worker";
+
+/// A check some of whose clusters are active, as `message` says which are not.
+fn some_active_clusters(message: &str) -> Option<Active> {
+    active("True", "SomeActiveClusters", message)
 }
 
-fn dynamic(
-    client: &kube::Client,
-    api_version: &str,
-    kind: &str,
-    ns: Option<&str>,
-) -> Api<kube::api::DynamicObject> {
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-    let plural = match kind {
-        "Namespace" => "namespaces".to_owned(),
-        "Secret" => "secrets".to_owned(),
-        k => format!("{}s", k.to_lowercase()),
-    };
-    let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, &plural);
-    match ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    }
+/// A check none of whose clusters is active, as `message` says.
+fn no_usable_clusters(message: &str) -> Option<Active> {
+    active("False", "NoUsableClusters", message)
+}
+
+fn check_active() -> Option<Active> {
+    active("True", "Active", "The admission check is active")
+}
+
+fn connected() -> Option<Active> {
+    active("True", "Active", "Connected")
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_cluster_whose_secret_holds_a_good_kubeconfig_is_active() {
     let mut world = World::new(&["worker-1"]).await;
-    world
-        .secret("worker-1", &kubeconfig_for(&host_of("worker-1"), ""))
-        .await;
-    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.connect("worker-1").await;
     world.pass(Duration::from_secs(1)).await;
 
-    assert_eq!(
-        world.active_of_cluster("worker-1").await,
-        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
-    );
+    assert_eq!(world.active_of_cluster("worker-1").await, connected());
     // Its watches run on the worker: the link is up.
     assert!(world.worker("worker-1").watcher_count() >= 2);
 }
@@ -377,19 +250,15 @@ async fn a_cluster_whose_file_is_under_the_kubeconfig_directory_is_active() {
         .await;
     world.pass(Duration::from_secs(1)).await;
 
-    assert_eq!(
-        world.active_of_cluster("worker-1").await,
-        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
-    );
+    assert_eq!(world.active_of_cluster("worker-1").await, connected());
     let resolved = std::fs::canonicalize(&elsewhere).expect("canonical");
     let allowed = std::fs::canonicalize(&dir).expect("canonical");
     assert_eq!(
         world.active_of_cluster("worker-2").await,
-        active(
-            "False",
+        refused(
             "BadKubeConfig",
             &format!(
-                "load client config failed: kubeconfig path is not under the allowed prefix: {:?} is not under {:?}",
+                "kubeconfig path is not under the allowed prefix: {:?} is not under {:?}",
                 resolved.to_string_lossy(),
                 allowed.to_string_lossy()
             )
@@ -399,17 +268,13 @@ async fn a_cluster_whose_file_is_under_the_kubeconfig_directory_is_active() {
     // The file changes to an insecure kubeconfig: it is read again, and refused.
     std::fs::write(
         dir.join("worker-1.yaml"),
-        kubeconfig_for(&host_of("worker-1"), "    insecure-skip-tls-verify: true\n"),
+        kubeconfig_for(&host_of("worker-1"), INSECURE_SKIP_TLS_VERIFY),
     )
     .expect("write");
     world.pass(Duration::from_secs(31)).await;
     assert_eq!(
         world.active_of_cluster("worker-1").await,
-        active(
-            "False",
-            "InsecureKubeConfig",
-            "load client config failed: insecure TLS verification is not allowed for cluster worker"
-        )
+        refused("InsecureKubeConfig", INSECURE)
     );
 }
 
@@ -421,18 +286,11 @@ async fn kubeconfigs_that_cannot_be_used_are_refused_until_their_secret_is_fixed
     world.pass(Duration::from_secs(1)).await;
     assert_eq!(
         world.active_of_cluster("worker-1").await,
-        active(
-            "False",
-            "BadKubeConfig",
-            "load client config failed: secrets \"worker-1\" not found"
-        )
+        refused("BadKubeConfig", "secrets \"worker-1\" not found")
     );
 
-    let refused = [
-        (
-            kubeconfig_for(&host, "    insecure-skip-tls-verify: true\n"),
-            "insecure TLS verification is not allowed for cluster worker",
-        ),
+    let unusable = [
+        (kubeconfig_for(&host, INSECURE_SKIP_TLS_VERIFY), INSECURE),
         (
             kubeconfig_for(&host, "").replace("    token:", "    tokenFile: /t\n    token:"),
             "tokenFile is not allowed",
@@ -446,26 +304,19 @@ async fn kubeconfigs_that_cannot_be_used_are_refused_until_their_secret_is_fixed
             "failed to parse kubeconfig(apiconfig): not a kubeconfig (line 1, column 11)",
         ),
     ];
-    for (text, why) in refused {
+    for (text, why) in unusable {
         world.secret("worker-1", &text).await;
         world.pass(Duration::from_secs(1)).await;
         assert_eq!(
             world.active_of_cluster("worker-1").await,
-            active(
-                "False",
-                "InsecureKubeConfig",
-                &format!("load client config failed: {why}")
-            ),
+            refused("InsecureKubeConfig", why),
         );
     }
 
     // Fixed: the Secret's change is enough, nothing waits for a backoff.
     world.secret("worker-1", &kubeconfig_for(&host, "")).await;
     world.pass(Duration::from_secs(1)).await;
-    assert_eq!(
-        world.active_of_cluster("worker-1").await,
-        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
-    );
+    assert_eq!(world.active_of_cluster("worker-1").await, connected());
     no_secret_in_conditions_or_events(&world);
 }
 
@@ -481,16 +332,10 @@ fn attempts(message: &str, since: Timestamp) -> Option<(u32, i64)> {
 #[tokio::test(start_paused = true)]
 async fn a_partitioned_worker_is_retried_with_backoff_and_active_again_once_healed() {
     let mut world = World::new(&["worker-1"]).await;
-    world
-        .secret("worker-1", &kubeconfig_for(&host_of("worker-1"), ""))
-        .await;
-    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.connect("worker-1").await;
     world.pass(Duration::from_secs(1)).await;
     let lost = world.options.clock.now();
-    world
-        .worker("worker-1")
-        .faults()
-        .partition(Duration::from_secs(3600));
+    world.partition("worker-1");
     world.pass(Duration::from_secs(30)).await;
 
     let history = world.cluster_history("worker-1");
@@ -532,10 +377,7 @@ async fn a_partitioned_worker_is_retried_with_backoff_and_active_again_once_heal
     world.pass(Duration::from_secs(1)).await;
     assert_eq!(world.active_of_cluster("worker-1").await, Some(last));
     world.pass(Duration::from_secs(30)).await;
-    assert_eq!(
-        world.active_of_cluster("worker-1").await,
-        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
-    );
+    assert_eq!(world.active_of_cluster("worker-1").await, connected());
     no_secret_in_conditions_or_events(&world);
 }
 
@@ -543,48 +385,35 @@ async fn a_partitioned_worker_is_retried_with_backoff_and_active_again_once_heal
 async fn a_kubeconfig_refused_after_failed_attempts_keeps_their_count_and_waits_for_a_fix() {
     let mut world = World::new(&["worker-1"]).await;
     let host = host_of("worker-1");
-    world.secret("worker-1", &kubeconfig_for(&host, "")).await;
-    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.connect("worker-1").await;
+    world.pass(Duration::from_secs(1)).await;
+    world.partition("worker-1");
     world.pass(Duration::from_secs(1)).await;
     world
-        .worker("worker-1")
-        .faults()
-        .partition(Duration::from_secs(3600));
-    world.pass(Duration::from_secs(1)).await;
-    world
-        .secret(
-            "worker-1",
-            &kubeconfig_for(&host, "    insecure-skip-tls-verify: true\n"),
-        )
+        .secret("worker-1", &kubeconfig_for(&host, INSECURE_SKIP_TLS_VERIFY))
         .await;
     // Long past the next attempt: nothing is attempted with a kubeconfig that is refused.
     world.pass(Duration::from_secs(600)).await;
     assert_eq!(
         world.active_of_cluster("worker-1").await,
-        active(
-            "False",
+        refused(
             "InsecureKubeConfig",
-            "load client config failed: insecure TLS verification is not allowed for cluster \
-             worker; connection attempts: 1, next connection attempt: 2026-01-01T00:00:06Z"
+            &format!(
+                "{INSECURE}; connection attempts: 1, next connection attempt: 2026-01-01T00:00:06Z"
+            )
         )
     );
 
     world.worker("worker-1").faults().heal();
     world.secret("worker-1", &kubeconfig_for(&host, "")).await;
     world.pass(Duration::from_secs(1)).await;
-    assert_eq!(
-        world.active_of_cluster("worker-1").await,
-        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
-    );
+    assert_eq!(world.active_of_cluster("worker-1").await, connected());
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_worker_that_stops_answering_counts_as_lost() {
     let mut world = World::new(&["worker-1"]).await;
-    world
-        .secret("worker-1", &kubeconfig_for(&host_of("worker-1"), ""))
-        .await;
-    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.connect("worker-1").await;
     world.pass(Duration::from_secs(1)).await;
     let worker = world.worker("worker-1");
     // Every request waits a day; open watches are cut, so the link has to ask again.
@@ -613,18 +442,14 @@ async fn a_worker_that_stops_answering_counts_as_lost() {
 
     world.worker("worker-1").faults().remove(hang);
     world.pass(Duration::from_secs(600)).await;
-    assert_eq!(
-        world.active_of_cluster("worker-1").await,
-        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
-    );
+    assert_eq!(world.active_of_cluster("worker-1").await, connected());
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_check_is_active_while_one_of_its_clusters_is() {
     let mut world = World::new(&["worker-1", "worker-2"]).await;
     for w in ["worker-1", "worker-2"] {
-        world.secret(w, &kubeconfig_for(&host_of(w), "")).await;
-        world.cluster(w, w, "Secret").await;
+        world.connect(w).await;
     }
     world
         .check("multikueue", &["worker-1", "worker-2", "worker-3"])
@@ -633,56 +458,32 @@ async fn a_check_is_active_while_one_of_its_clusters_is() {
     world.pass(Duration::from_secs(1)).await;
     assert_eq!(
         world.active_of_check("multikueue").await,
-        active("True", "SomeActiveClusters", "Missing clusters: [worker-3]")
+        some_active_clusters("Missing clusters: [worker-3]")
     );
-    assert_eq!(
-        world.active_of_check("pair").await,
-        active("True", "Active", "The admission check is active")
-    );
+    assert_eq!(world.active_of_check("pair").await, check_active());
 
-    world
-        .worker("worker-2")
-        .faults()
-        .partition(Duration::from_secs(3600));
+    world.partition("worker-2");
     world.pass(Duration::from_secs(1)).await;
     assert_eq!(
         world.active_of_check("pair").await,
-        active(
-            "True",
-            "SomeActiveClusters",
-            "Inactive clusters: [worker-2]"
-        )
+        some_active_clusters("Inactive clusters: [worker-2]")
     );
-    world
-        .worker("worker-1")
-        .faults()
-        .partition(Duration::from_secs(3600));
+    world.partition("worker-1");
     world.pass(Duration::from_secs(1)).await;
     assert_eq!(
         world.active_of_check("pair").await,
-        active(
-            "False",
-            "NoUsableClusters",
-            "Inactive clusters: [worker-1 worker-2]"
-        )
+        no_usable_clusters("Inactive clusters: [worker-1 worker-2]")
     );
     assert_eq!(
         world.active_of_check("multikueue").await,
-        active(
-            "False",
-            "NoUsableClusters",
-            "Missing clusters: [worker-3], Inactive clusters: [worker-1 worker-2]"
-        )
+        no_usable_clusters("Missing clusters: [worker-3], Inactive clusters: [worker-1 worker-2]")
     );
 
     for w in ["worker-1", "worker-2"] {
         world.worker(w).faults().heal();
     }
     world.pass(Duration::from_secs(60)).await;
-    assert_eq!(
-        world.active_of_check("pair").await,
-        active("True", "Active", "The admission check is active")
-    );
+    assert_eq!(world.active_of_check("pair").await, check_active());
 
     // A deleted cluster is a missing one; its worker's watches end.
     let clusters: Api<MultiKueueCluster> = Api::all(world.client.clone());
@@ -693,7 +494,7 @@ async fn a_check_is_active_while_one_of_its_clusters_is() {
     world.pass(Duration::from_secs(1)).await;
     assert_eq!(
         world.active_of_check("pair").await,
-        active("True", "SomeActiveClusters", "Missing clusters: [worker-2]")
+        some_active_clusters("Missing clusters: [worker-2]")
     );
     assert_eq!(world.worker("worker-2").watcher_count(), 0);
     assert!(world.worker("worker-1").watcher_count() >= 2);
@@ -702,16 +503,7 @@ async fn a_check_is_active_while_one_of_its_clusters_is() {
 #[tokio::test(start_paused = true)]
 async fn a_check_whose_config_is_missing_is_a_bad_config() {
     let mut world = World::new(&[]).await;
-    let check = json!({"metadata": {"name": "multikueue"}, "spec": {
-        "controllerName": "kueue.x-k8s.io/multikueue",
-        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "gone"}}});
-    create(
-        &world.client,
-        "kueue.x-k8s.io/v1beta2",
-        "AdmissionCheck",
-        check,
-    )
-    .await;
+    admission_check(&world.client, "multikueue", "gone").await;
     world.pass(Duration::from_secs(1)).await;
     assert_eq!(
         world.active_of_check("multikueue").await,
@@ -726,10 +518,7 @@ async fn a_check_whose_config_is_missing_is_a_bad_config() {
 #[tokio::test(start_paused = true)]
 async fn a_stopped_manager_leaves_no_watch_on_its_workers_and_reconnects_when_started() {
     let mut world = World::new(&["worker-1"]).await;
-    world
-        .secret("worker-1", &kubeconfig_for(&host_of("worker-1"), ""))
-        .await;
-    world.cluster("worker-1", "worker-1", "Secret").await;
+    world.connect("worker-1").await;
     world.pass(Duration::from_secs(1)).await;
     assert!(world.worker("worker-1").watcher_count() >= 2);
 
@@ -740,10 +529,7 @@ async fn a_stopped_manager_leaves_no_watch_on_its_workers_and_reconnects_when_st
     world.start();
     world.pass(Duration::from_secs(1)).await;
     assert!(world.worker("worker-1").watcher_count() >= 2);
-    assert_eq!(
-        world.active_of_cluster("worker-1").await,
-        active(CONNECTED.0, CONNECTED.1, CONNECTED.2)
-    );
+    assert_eq!(world.active_of_cluster("worker-1").await, connected());
 }
 
 /// Neither the token nor the CA data of any kubeconfig in a Secret appears in anything the

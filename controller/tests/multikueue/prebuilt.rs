@@ -5,86 +5,25 @@
 
 use std::time::Duration;
 
-use api::kueue::{ClusterQueue, LocalQueue, ResourceFlavor, Workload};
-use controller::{Clock, Options};
-use fake_apiserver::FakeApiServer;
+use api::kueue::Workload;
 use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, PostParams};
 use kube::runtime::wait::{Condition, await_condition};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
-const PREBUILT: &str = "kueue.x-k8s.io/prebuilt-workload-name";
+use crate::common::{Cluster, ORIGIN, PREBUILT, create, queues};
+
 /// Virtual time the controller gets to do what a test waits for.
 const PATIENCE: Duration = Duration::from_secs(120);
 
-/// A server with Kueue's CRDs, a controller, and a LocalQueue `lq` with room for 4 CPUs.
-struct Cluster {
-    _server: FakeApiServer,
-    client: Client,
-    controller: tokio::task::JoinHandle<Result<(), controller::manager::Error>>,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        self.controller.abort();
-    }
-}
-
-async fn cluster() -> Cluster {
-    let mut builder =
-        FakeApiServer::builder().start_time("2026-01-01T00:00:00Z".parse().expect("time"));
-    for (file, yaml) in api::CHECKED_IN_CRDS {
-        builder = builder.crds_yaml(file, yaml);
-    }
-    let server = builder.build().expect("server starts");
-    let client = server.client();
-    let (wall, at) = server.clock().anchor();
-    let options = Options {
-        config: Default::default(),
-        clock: Clock::anchored(wall, at),
-        metrics: Default::default(),
-        workers: Default::default(),
-    };
-    let controller = tokio::spawn(controller::manager::run(client.clone(), options));
-    create::<ResourceFlavor>(
-        Api::all(client.clone()),
-        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-               "metadata": {"name": "default"}}),
-    )
-    .await;
-    create::<ClusterQueue>(
-        Api::all(client.clone()),
-        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-               "metadata": {"name": "cq"},
-               "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"],
-                        "flavors": [{"name": "default",
-                                     "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}]}}),
-    )
-    .await;
-    create::<LocalQueue>(
-        Api::namespaced(client.clone(), "default"),
-        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-               "metadata": {"name": "lq", "namespace": "default"},
-               "spec": {"clusterQueue": "cq"}}),
-    )
-    .await;
-    Cluster {
-        _server: server,
-        client,
-        controller,
-    }
-}
-
-/// Creates an object from its JSON.
-async fn create<K>(api: Api<K>, object: Value) -> K
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::Serialize + serde::de::DeserializeOwned,
-{
-    let object: K = serde_json::from_value(object).expect("an object");
-    api.create(&PostParams::default(), &object)
-        .await
-        .expect("created")
+/// A server with Kueue's CRDs, a controller, and a LocalQueue `lq` with room for 4 CPUs; and a
+/// client of it.
+async fn cluster() -> (Cluster, Client) {
+    let cluster = Cluster::start(Default::default(), Default::default());
+    let client = cluster.client.clone();
+    queues(&client, &[], Some(("default", "lq"))).await;
+    (cluster, client)
 }
 
 /// A Job of two pods of one CPU in `lq`, with extra labels and spec fields.
@@ -109,10 +48,10 @@ fn merge(into: &mut Value, from: Value) {
     }
 }
 
-/// The Workload MultiKueue's manager creates on a worker for `job`, with `count` pods: the
-/// podsets of the job as the API server stored it (defaulted), the queue, our origin label, no
-/// owner.
-async fn prebuilt(client: &Client, job: &Job, count: i32) -> Value {
+/// Creates the Workload `wl` as MultiKueue's manager creates it on a worker for `job`, with
+/// `count` pods: the podsets of the job as the API server stored it (defaulted), the queue, our
+/// origin label, no owner.
+async fn prebuilt(client: &Client, job: &Job, count: i32) {
     let dry_run = PostParams {
         dry_run: true,
         ..PostParams::default()
@@ -122,16 +61,22 @@ async fn prebuilt(client: &Client, job: &Job, count: i32) -> Value {
     let stored = jobs(client).create(&dry_run, &job).await.expect("dry run");
     let mut pod_sets = controller::jobs::podsets_from_job(&stored);
     pod_sets[0].count = count;
-    json!({
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
-        "metadata": {"name": "wl", "namespace": "default",
-                     "labels": {"kueue.x-k8s.io/multikueue-origin": "multikueue"}},
+    let workload = json!({
+        "metadata": {"name": "wl", "namespace": "default", "labels": {ORIGIN: "multikueue"}},
         "spec": {"queueName": "lq", "podSets": pod_sets},
-    })
+    });
+    create(client, "kueue.x-k8s.io/v1beta2", "Workload", workload).await;
 }
 
 fn jobs(client: &Client) -> Api<Job> {
     Api::namespaced(client.clone(), "default")
+}
+
+async fn create_job(client: &Client, job: &Job) -> Job {
+    jobs(client)
+        .create(&PostParams::default(), job)
+        .await
+        .expect("created")
 }
 
 fn workloads(client: &Client) -> Api<Workload> {
@@ -181,12 +126,11 @@ fn condition_true(type_: &'static str) -> impl Condition<Workload> {
 
 #[tokio::test(start_paused = true)]
 async fn a_job_runs_under_its_prebuilt_workload_and_makes_none_of_its_own() {
-    let cluster = cluster().await;
-    let client = &cluster.client;
+    let (_cluster, client) = &cluster().await;
     // As MultiKueue creates it on the worker: suspended, naming the workload, once the workload
     // is admitted there.
     let job = job(json!({PREBUILT: "wl"}), json!({"suspend": true}));
-    create(workloads(client), prebuilt(client, &job, 2).await).await;
+    prebuilt(client, &job, 2).await;
     until(
         &workloads(client),
         "wl",
@@ -194,10 +138,7 @@ async fn a_job_runs_under_its_prebuilt_workload_and_makes_none_of_its_own() {
         condition_true("Admitted"),
     )
     .await;
-    let job = jobs(client)
-        .create(&PostParams::default(), &job)
-        .await
-        .expect("created");
+    let job = create_job(client, &job).await;
     let started = until(&jobs(client), "demo", "the job starts", suspended(false)).await;
 
     assert_eq!(
@@ -237,14 +178,10 @@ async fn a_job_runs_under_its_prebuilt_workload_and_makes_none_of_its_own() {
 
 #[tokio::test(start_paused = true)]
 async fn a_job_waits_suspended_until_its_prebuilt_workload_is_admitted() {
-    let cluster = cluster().await;
-    let client = &cluster.client;
+    let (_cluster, client) = &cluster().await;
     // The job comes first, and unsuspended: nothing may run before its workload is admitted.
     let job = job(json!({PREBUILT: "wl"}), json!({"suspend": false}));
-    jobs(client)
-        .create(&PostParams::default(), &job)
-        .await
-        .expect("created");
+    create_job(client, &job).await;
     until(
         &jobs(client),
         "demo",
@@ -260,7 +197,7 @@ async fn a_job_waits_suspended_until_its_prebuilt_workload_is_admitted() {
     let stored = jobs(client).get("demo").await.expect("the job");
     assert_eq!(stored.spec.and_then(|s| s.suspend), Some(true));
 
-    create(workloads(client), prebuilt(client, &job, 2).await).await;
+    prebuilt(client, &job, 2).await;
     until(&jobs(client), "demo", "the job starts", suspended(false)).await;
     assert_eq!(workload_names(client).await, vec!["wl".to_owned()]);
     let wl = workloads(client).get("wl").await.expect("the workload");
@@ -269,15 +206,11 @@ async fn a_job_waits_suspended_until_its_prebuilt_workload_is_admitted() {
 
 #[tokio::test(start_paused = true)]
 async fn a_prebuilt_workload_out_of_sync_with_its_job_is_finished_and_the_job_kept_suspended() {
-    let cluster = cluster().await;
-    let client = &cluster.client;
+    let (_cluster, client) = &cluster().await;
     // The workload says one pod; the job asks for two.
     let job = job(json!({PREBUILT: "wl"}), json!({"suspend": true}));
-    create(workloads(client), prebuilt(client, &job, 1).await).await;
-    jobs(client)
-        .create(&PostParams::default(), &job)
-        .await
-        .expect("created");
+    prebuilt(client, &job, 1).await;
+    create_job(client, &job).await;
     let wl = until(
         &workloads(client),
         "wl",
@@ -304,13 +237,9 @@ async fn a_prebuilt_workload_out_of_sync_with_its_job_is_finished_and_the_job_ke
 
 #[tokio::test(start_paused = true)]
 async fn a_job_handed_to_multikueue_gets_its_workload_and_starts_on_the_manager() {
-    let cluster = cluster().await;
-    let client = &cluster.client;
+    let (_cluster, client) = &cluster().await;
     let job = job(json!({}), json!({"managedBy": "kueue.x-k8s.io/multikueue"}));
-    jobs(client)
-        .create(&PostParams::default(), &job)
-        .await
-        .expect("created");
+    create_job(client, &job).await;
     // Unsuspended once admitted, as upstream; its pods run on a worker, never here (the Job
     // controller leaves a Job managed by another controller alone).
     let started = until(&jobs(client), "demo", "the job starts", suspended(false)).await;
