@@ -1,5 +1,9 @@
 //! Running scenarios on real clusters: the reference control plane (a fresh one per scenario,
-//! started and stopped by the run), any cluster through a kubeconfig, or kind. Time is real there:
+//! started and stopped by the run), any cluster through a kubeconfig, or kind. On the control
+//! plane, a MultiKueue scenario's workers are fresh control planes too, each with its own
+//! components as processes; the manager's controller reaches them over the network (TLS on
+//! loopback) with the kubeconfigs their control planes wrote, given to it as an operator would:
+//! Secrets in its namespace and files under its `--multikueue-kubeconfig-dir`. Time is real there:
 //! a scenario that needs virtual time or faults is skipped with the reason, the components run as
 //! processes, the trace is what watches saw, and the scenario's assertions decide. Snapshots are
 //! compared only on the embedded backend.
@@ -98,9 +102,27 @@ impl Session {
         Ok(())
     }
 
+    /// Why `scenario` cannot run on this backend, if it cannot.
+    pub fn blocker(&self, scenario: &Scenario) -> Option<String> {
+        if !scenario.workers.is_empty() && !matches!(self.backend, Backend::ControlPlane) {
+            return Some(
+                "it declares worker clusters, which run out of process only on the control-plane \
+                 backend (each worker its own reference control plane)"
+                    .into(),
+            );
+        }
+        // Worker clusters are reference control planes of their own here: what else blocks is
+        // the scenario's (its waits, its faults; a partition is a fault).
+        let without_workers = Scenario {
+            workers: BTreeMap::new(),
+            ..scenario.clone()
+        };
+        without_workers.real_time_blocker()
+    }
+
     /// Run one scenario (or say why it cannot run here).
     pub async fn run(&self, scenario: &Scenario) -> Result<RealOutcome, String> {
-        if let Some(reason) = scenario.real_time_blocker() {
+        if let Some(reason) = self.blocker(scenario) {
             return Ok(RealOutcome::Skipped(reason));
         }
         let dir = self.dir.join(&scenario.name);
@@ -108,22 +130,28 @@ impl Session {
             std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let control_plane = match self.backend {
-            Backend::ControlPlane => Some(
-                control_plane::ControlPlane::start(
-                    &control_plane::Binaries::locate(),
-                    control_plane::Options {
-                        crds: api::CHECKED_IN_CRDS
-                            .iter()
-                            .map(|(o, y)| (o.to_string(), y.to_string()))
-                            .collect(),
-                        ..control_plane::Options::new(dir.join("control-plane")).for_fake_nodes()
-                    },
+        // The manager's control plane and each worker's, started side by side.
+        let (control_plane, workers) = match self.backend {
+            Backend::ControlPlane => {
+                let mut dirs = vec![dir.join("control-plane")];
+                dirs.extend(
+                    scenario
+                        .workers
+                        .keys()
+                        .map(|w| dir.join(w).join("control-plane")),
+                );
+                let mut started =
+                    futures::future::try_join_all(dirs.into_iter().map(start_control_plane))
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .into_iter();
+                let manager = started.next();
+                (
+                    manager,
+                    scenario.workers.keys().cloned().zip(started).collect(),
                 )
-                .await
-                .map_err(|e| e.to_string())?,
-            ),
-            _ => None,
+            }
+            _ => (None, Vec::new()),
         };
         let kubeconfig = match (&self.backend, &control_plane, &self.kind) {
             (_, Some(cp), _) => cp.kubeconfig().to_path_buf(),
@@ -137,22 +165,225 @@ impl Session {
                 .await
                 .map_err(|e| e.to_string())?;
         }
+        // Workers first, so that they are up when the manager's controller first reaches them.
+        let mut worker_envs = BTreeMap::new();
+        for (name, cp) in &workers {
+            worker_envs.insert(
+                name.clone(),
+                worker_env(scenario, name, cp, &dir.join(name)).await?,
+            );
+        }
         let mut specs = BTreeMap::new();
         for (name, config) in &scenario.components {
-            specs.insert(name.clone(), process_spec(name, config, &kubeconfig, &dir)?);
+            let mut spec = process_spec(name, config, &kubeconfig, &dir)?;
+            if name == "controller" && !workers.is_empty() {
+                let kubeconfigs = dir.join("kubeconfigs");
+                let namespace = secrets_namespace(config)?;
+                introduce_workers(&cluster.client(), &namespace, &kubeconfigs, &workers).await?;
+                spec.args.extend([
+                    "--multikueue-kubeconfig-dir".into(),
+                    kubeconfigs.display().to_string(),
+                ]);
+            }
+            specs.insert(name.clone(), spec);
         }
-        let env = ProcessEnv::start_all(cluster.clone(), specs, &dir).map_err(|e| e.to_string())?;
+        let env = ProcessEnv::start_all(cluster.clone(), specs, &dir)
+            .map_err(|e| e.to_string())?
+            .with_workers(worker_envs);
         let outcome = run_in(&env, scenario).await;
         write(&dir.join("trace.yaml"), &outcome.trace.to_yaml());
         write(&dir.join("events.yaml"), &events(&cluster.client()).await);
+        for (name, cp) in &workers {
+            if let Ok(client) = cp.client().await {
+                write(&dir.join(name).join("events.yaml"), &events(&client).await);
+            }
+        }
         if control_plane.is_none() {
             // A shared cluster: take away what the scenario made while the controller still runs
             // to remove its finalizers.
             clean_up(&cluster.client(), scenario).await;
         }
+        // The components before the clusters they talk to.
         drop(env);
+        drop(workers);
         drop(control_plane);
         Ok(RealOutcome::Ran { outcome, dir })
+    }
+}
+
+/// A fresh reference control plane with the CRDs, for Nodes without kubelets.
+async fn start_control_plane(
+    dir: PathBuf,
+) -> Result<control_plane::ControlPlane, control_plane::Error> {
+    control_plane::ControlPlane::start(
+        &control_plane::Binaries::locate(),
+        control_plane::Options {
+            crds: api::CHECKED_IN_CRDS
+                .iter()
+                .map(|(o, y)| (o.to_string(), y.to_string()))
+                .collect(),
+            ..control_plane::Options::new(dir).for_fake_nodes()
+        },
+    )
+    .await
+}
+
+/// A worker cluster with its own components as processes, their files and logs in `dir`.
+async fn worker_env(
+    scenario: &Scenario,
+    worker: &str,
+    cp: &control_plane::ControlPlane,
+    dir: &Path,
+) -> Result<ProcessEnv, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let cluster = Arc::new(RemoteCluster::connect("control-plane", cp.kubeconfig()).await?);
+    let mut specs = BTreeMap::new();
+    for (name, config) in scenario.workers.get(worker).into_iter().flatten() {
+        let spec = process_spec(name, config, cp.kubeconfig(), dir)
+            .map_err(|e| format!("workers.{worker}.components.{name}: {e}"))?;
+        specs.insert(name.clone(), spec);
+    }
+    ProcessEnv::start_all(cluster, specs, dir).map_err(|e| format!("worker {worker}: {e}"))
+}
+
+/// The namespace a controller component reads worker kubeconfig Secrets from: its
+/// Configuration's `namespace`.
+fn secrets_namespace(config: &serde_json::Value) -> Result<String, String> {
+    use crate::env::Component;
+    let component = crate::harness::ControllerComponent::from_value(config)?;
+    Ok(component
+        .secrets_namespace()
+        .unwrap_or_else(|| api::config::Configuration::default().namespace))
+}
+
+/// What an operator does before starting a MultiKueue manager: for each worker, a Secret named
+/// after it in the controller's namespace holding the worker's kubeconfig under `kubeconfig`
+/// (for `locationType: Secret`), and the same kubeconfig as `<kubeconfigs>/<worker>` (for
+/// `locationType: Path`). See [`manager_kubeconfig`] for what the kubeconfig holds.
+async fn introduce_workers(
+    client: &kube::Client,
+    namespace: &str,
+    kubeconfigs: &Path,
+    workers: &[(String, control_plane::ControlPlane)],
+) -> Result<(), String> {
+    use k8s_openapi::api::core::v1::{Namespace, Secret};
+    use kube::api::PostParams;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(namespace.to_string());
+    match namespaces.create(&PostParams::default(), &ns).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => return Err(format!("creating namespace {namespace}: {e}")),
+    }
+    std::fs::create_dir_all(kubeconfigs).map_err(|e| format!("{}: {e}", kubeconfigs.display()))?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    for (worker, cp) in workers {
+        let file = kubeconfigs.join(worker);
+        manager_kubeconfig(cp, &file)
+            .await
+            .map_err(|e| format!("worker {worker}: the manager's kubeconfig: {e}"))?;
+        let bytes = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let mut secret = Secret::default();
+        secret.metadata.name = Some(worker.clone());
+        secret.metadata.namespace = Some(namespace.to_string());
+        secret.data = Some(BTreeMap::from([(
+            api::constants::multikueue::KUBECONFIG_SECRET_KEY.to_string(),
+            k8s_openapi::ByteString(bytes),
+        )]));
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .map_err(|e| format!("creating Secret {namespace}/{worker}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The ServiceAccount the manager acts as on a worker, in the worker's `kueue-system`.
+const MANAGER_ACCOUNT: (&str, &str) = ("kueue-system", "multikueue-sa");
+
+/// What the manager may do on a worker: the role Kueue's MultiKueue setup guide gives it for
+/// batch/v1 Jobs, nothing more, so that a manager needing more fails here as it would for users.
+const MANAGER_ROLE_RULES: &str = r#"
+- {apiGroups: [batch], resources: [jobs], verbs: [create, delete, get, list, watch]}
+- {apiGroups: [batch], resources: [jobs/status], verbs: [get]}
+- {apiGroups: [kueue.x-k8s.io], resources: [workloads], verbs: [create, delete, get, list, watch]}
+- {apiGroups: [kueue.x-k8s.io], resources: [workloads/status], verbs: [get, patch, update]}
+"#;
+
+/// Set a worker up for its manager as Kueue's guide does, and write the manager's kubeconfig for
+/// it to `path`: a ServiceAccount bound to [`MANAGER_ROLE_RULES`], and a kubeconfig with the
+/// worker's server (TLS on loopback, the CA as data) and a token of that account. MultiKueue's
+/// checks accept it; the worker's RBAC decides what the manager may do.
+async fn manager_kubeconfig(cp: &control_plane::ControlPlane, path: &Path) -> Result<(), String> {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule};
+    use kube::api::PostParams;
+    let client = cp.client().await.map_err(|e| e.to_string())?;
+    let (namespace, account) = MANAGER_ACCOUNT;
+    let rules: Vec<PolicyRule> =
+        serde_yaml::from_str(MANAGER_ROLE_RULES).map_err(|e| e.to_string())?;
+    let objects = serde_json::json!([
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": account, "namespace": namespace}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": format!("{account}-role")}, "rules": rules},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": format!("{account}-crb")},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": format!("{account}-role")},
+         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}]},
+    ]);
+    let pp = PostParams::default();
+    let parse = |i: usize| objects[i].clone();
+    let created = async {
+        let ns: Namespace = serde_json::from_value(parse(0))?;
+        Api::<Namespace>::all(client.clone())
+            .create(&pp, &ns)
+            .await
+            .map(drop)
+            .or_else(exists)?;
+        let sa: ServiceAccount = serde_json::from_value(parse(1))?;
+        Api::<ServiceAccount>::namespaced(client.clone(), namespace)
+            .create(&pp, &sa)
+            .await?;
+        let role: ClusterRole = serde_json::from_value(parse(2))?;
+        Api::<ClusterRole>::all(client.clone())
+            .create(&pp, &role)
+            .await?;
+        let binding: ClusterRoleBinding = serde_json::from_value(parse(3))?;
+        Api::<ClusterRoleBinding>::all(client.clone())
+            .create(&pp, &binding)
+            .await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+    };
+    created.await.map_err(|e| e.to_string())?;
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            // A day: longer than any run.
+            expiration_seconds: Some(86_400),
+            ..TokenRequestSpec::default()
+        }),
+        ..TokenRequest::default()
+    };
+    let token = Api::<ServiceAccount>::namespaced(client, namespace)
+        .create_token_request(account, &pp, &request)
+        .await
+        .map_err(|e| format!("a token for {namespace}/{account}: {e}"))?
+        .status
+        .and_then(|s| s.token)
+        .ok_or("the TokenRequest came back without a token")?;
+    cp.write_token_kubeconfig(path, &token)
+        .map_err(|e| e.to_string())
+}
+
+/// An object that is already there is as good as created.
+fn exists(e: kube::Error) -> Result<(), kube::Error> {
+    match e {
+        kube::Error::Api(s) if s.code == 409 => Ok(()),
+        e => Err(e),
     }
 }
 

@@ -8,9 +8,11 @@
 //! - [`trace`]: the deterministic record of what changed, compared as an `insta` snapshot.
 
 pub mod backend;
+pub mod chaos;
 pub mod cluster;
 pub mod env;
 pub mod harness;
+pub mod invariant;
 pub mod json;
 pub mod kind;
 pub mod perf;

@@ -137,11 +137,13 @@ struct Running {
     child: Option<tokio::process::Child>,
 }
 
-/// A real cluster and the scenario's components as processes. Dropping it kills them.
+/// A real cluster and the scenario's components as processes, and, for MultiKueue, its worker
+/// clusters, each a `ProcessEnv` of its own. Dropping it kills them all.
 pub struct ProcessEnv {
     cluster: Arc<RemoteCluster>,
     start: Timestamp,
     components: Mutex<BTreeMap<String, Running>>,
+    workers: BTreeMap<String, ProcessEnv>,
 }
 
 impl ProcessEnv {
@@ -169,12 +171,20 @@ impl ProcessEnv {
             cluster,
             start: Timestamp::now(),
             components: Mutex::new(components),
+            workers: BTreeMap::new(),
         };
         let names: Vec<String> = lock(&env.components).keys().cloned().collect();
         for name in names {
             World::start(&env, &name)?;
         }
         Ok(env)
+    }
+
+    /// The worker clusters the scenario's `cluster:` steps address (their components already
+    /// started).
+    pub fn with_workers(mut self, workers: BTreeMap<String, ProcessEnv>) -> Self {
+        self.workers = workers;
+        self
     }
 
     /// Each component's log file.
@@ -191,6 +201,13 @@ fn unknown(components: &BTreeMap<String, Running>, name: &str) -> EnvError {
         name: name.into(),
         known: components.keys().cloned().collect::<Vec<_>>().join(", "),
     }
+}
+
+fn known_workers(workers: &BTreeMap<String, ProcessEnv>) -> String {
+    if workers.is_empty() {
+        return "none".into();
+    }
+    workers.keys().cloned().collect::<Vec<_>>().join(", ")
 }
 
 impl World for ProcessEnv {
@@ -263,7 +280,28 @@ impl World for ProcessEnv {
         Ok(())
     }
 
+    fn worker_names(&self) -> Vec<String> {
+        self.workers.keys().cloned().collect()
+    }
+
+    fn worker(&self, name: &str) -> Result<&dyn World, EnvError> {
+        match self.workers.get(name) {
+            Some(w) => Ok(w),
+            None => Err(EnvError::UnknownWorker {
+                name: name.into(),
+                known: known_workers(&self.workers),
+            }),
+        }
+    }
+
+    /// Every cluster's components: a worker's that ended fails the step as the manager's would.
     fn check_components(&self) -> Result<(), EnvError> {
+        for (worker, env) in &self.workers {
+            env.check_components().map_err(|error| EnvError::OnWorker {
+                worker: worker.clone(),
+                error: Box::new(error),
+            })?;
+        }
         for (name, running) in lock(&self.components).iter_mut() {
             if let Some(child) = &mut running.child
                 && let Ok(Some(status)) = child.try_wait()

@@ -1,5 +1,6 @@
 //! Tollgate's automation: `cargo xtask <command>`. Every job a developer or CI runs by hand lives here.
 
+mod chaos;
 mod codegen;
 mod crds;
 mod manifests;
@@ -57,10 +58,27 @@ enum Command {
     },
     /// Run the benchmarks (optimised build) and print their results as Markdown tables: the fake
     /// API server's, the wall time of each scenario and of the whole suite, Kueue's scheduler
-    /// performance baseline against the controller, watch latency on the served fake and on
-    /// kube-apiserver, then the reference control plane against the fake (start-up, create and GET
-    /// throughput). kube-apiserver's parts are skipped, saying why, without its binaries.
+    /// performance baseline against the controller, MultiKueue with ten workers, watch latency on
+    /// the served fake and on kube-apiserver, then the reference control plane against the fake
+    /// (start-up, create and GET throughput). kube-apiserver's parts are skipped, saying why, without its binaries.
     Bench,
+    /// Seeded randomized runs (optimised build): for MultiKueue, a manager and three workers
+    /// through partitions, heals, slow links, restarts and evictions, the invariant checked after
+    /// every step. Prints a summary and each failing seed with its steps.
+    Chaos {
+        /// The MultiKueue chaos run (the only one so far).
+        #[arg(long)]
+        multikueue: bool,
+        /// How many seeds.
+        #[arg(long, default_value_t = 2000)]
+        seeds: u64,
+        /// The first of them.
+        #[arg(long, default_value_t = 0)]
+        first: u64,
+        /// Replay this one seed, printing its steps.
+        #[arg(long, conflicts_with_all = ["seeds", "first"])]
+        seed: Option<u64>,
+    },
     /// Run the YAML scenarios in e2e/scenarios/ with a summary, comparing each trace with its
     /// snapshot.
     Scenarios {
@@ -73,9 +91,12 @@ enum Command {
     /// Run the scenarios on a real cluster, on real time, with the controller, the fake
     /// autoscaler and the job runner as processes: the reference control plane (default; a fresh
     /// one per scenario, `cargo xtask control-plane build` first), any cluster (`--kubeconfig`),
-    /// or a kind cluster made for the run (`--kind`, needs kind and Docker). Scenarios that need
-    /// virtual time or faults are skipped with the reason; the assertions decide, and each
-    /// scenario's trace, events and component logs go to target/e2e/<backend>/.
+    /// or a kind cluster made for the run (`--kind`, needs kind and Docker). On the control plane,
+    /// a MultiKueue scenario's workers are reference control planes too, each with its own
+    /// components, and the manager's controller reaches them over TLS on loopback through
+    /// kubeconfig Secrets. Scenarios that need virtual time or faults are skipped with the
+    /// reason; the assertions decide, and each scenario's trace, events and component logs go to
+    /// target/e2e/<backend>/ (a worker's under its name).
     E2e {
         /// The reference control plane (the default).
         #[arg(long, conflicts_with_all = ["kubeconfig", "kind"])]
@@ -188,6 +209,12 @@ fn main() -> anyhow::Result<()> {
             // per cohort, with no gain in user time.
             cmd.env("MIMALLOC_ALLOW_THP", "0");
             run(cmd)?;
+            // MultiKueue: a manager and ten workers, 1,000 Jobs, each dispatcher.
+            let mut cmd = cargo();
+            cmd.args(["bench", "--package", "e2e", "--bench", "multikueue"]);
+            cmd.env("MIMALLOC_PURGE_DELAY", "-1");
+            cmd.env("MIMALLOC_ALLOW_THP", "0");
+            run(cmd)?;
             // Watch latency and fan-out, the served fake and kube-apiserver in the same run
             // (kube-apiserver skipped, with the reason, when it is not built).
             let mut cmd = cargo();
@@ -209,6 +236,18 @@ fn main() -> anyhow::Result<()> {
                 "control_plane",
             ]);
             run(cmd)
+        }
+        Command::Chaos {
+            multikueue,
+            seeds,
+            first,
+            seed,
+        } => {
+            chaos::check(multikueue)?;
+            run(chaos::command(
+                cargo(),
+                &chaos::Seeds { seeds, first, seed },
+            ))
         }
         Command::Scenarios { filter, accept } => {
             let mut cmd = cargo();

@@ -28,7 +28,8 @@ struct Args {
     #[arg(long, value_name = "RUNS", conflicts_with_all = ["control_plane", "kubeconfig", "kind"])]
     bench: Option<usize>,
     /// Run on the reference control plane (a fresh one per scenario; `cargo xtask
-    /// control-plane build` first), on real time, with the components as processes.
+    /// control-plane build` first), on real time, with the components as processes. A MultiKueue
+    /// scenario's workers are reference control planes of their own, with their own components.
     #[arg(long, conflicts_with_all = ["kubeconfig", "kind"])]
     control_plane: bool,
     /// Run on the cluster of this kubeconfig, on real time, with the components as processes.

@@ -2,6 +2,7 @@
 //! one fails, `finally` always, while a recorder writes the trace. What each operation does is
 //! its own (`ops`); this module only sequences them, each on the cluster it addresses.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::components::Registry;
@@ -9,6 +10,8 @@ use super::context::Context;
 use super::load::{Op, Scenario, Step};
 use super::ops::OpResult;
 use crate::env::TestEnv;
+use crate::harness::controller::configuration_document;
+use crate::invariant::{Invariant, Rules, Violation, WorkerAccess};
 use crate::trace::{Recorder, Trace};
 use crate::world::World;
 
@@ -104,6 +107,7 @@ pub async fn run_in(env: &dyn World, scenario: &Scenario) -> Outcome {
     }
     let start = cluster.now();
     let mut failure = None;
+    let mut invariant = multikueue_invariant(env, scenario);
     if !cluster.virtual_time()
         && let Err(message) = watch_traced_kinds(&mut cx, scenario).await
     {
@@ -126,6 +130,19 @@ pub async fn run_in(env: &dyn World, scenario: &Scenario) -> Outcome {
             failure = Some(f);
             break;
         }
+        if let Some(invariant) = invariant.as_mut()
+            && let Err(violation) = check_invariant(env, invariant).await
+        {
+            failure = Some(Failure {
+                file: scenario.file.clone(),
+                line: step.line,
+                step: format!("step {label}"),
+                verb: "invariant",
+                message: violation.to_string(),
+                dumps: Vec::new(),
+            });
+            break;
+        }
     }
     let elapsed = cluster.now().duration_since(start).unsigned_abs();
     // Let everything already under way land (watch deliveries, the last writes of components)
@@ -146,6 +163,43 @@ pub async fn run_in(env: &dyn World, scenario: &Scenario) -> Outcome {
         failure,
         elapsed,
     }
+}
+
+/// For a scenario with workers, MultiKueue's invariant under the manager controller's settings.
+fn multikueue_invariant(env: &dyn World, scenario: &Scenario) -> Option<Invariant> {
+    if env.worker_names().is_empty() {
+        return None;
+    }
+    let config = scenario
+        .components
+        .get("controller")
+        .and_then(configuration_document)
+        .and_then(|c| serde_json::to_string(&c).ok())
+        .and_then(|text| controller::config::parse(&text).ok())
+        .unwrap_or_default();
+    Some(Invariant::new(Rules::from_config(&config)))
+}
+
+/// Check MultiKueue's invariant on the world as it is now.
+async fn check_invariant(env: &dyn World, invariant: &mut Invariant) -> Result<(), Violation> {
+    let mut workers = BTreeMap::new();
+    for name in env.worker_names() {
+        let worker = env
+            .worker(&name)
+            .map_err(|e| Violation(format!("worker {name}: {e}")))?;
+        let link_up = env.link(&name).map(|l| l.cut().is_none()).unwrap_or(true);
+        workers.insert(
+            name,
+            WorkerAccess {
+                client: worker.cluster().client(),
+                link_up,
+            },
+        );
+    }
+    let cluster = env.cluster();
+    invariant
+        .check(cluster.now(), &cluster.client(), &workers)
+        .await
 }
 
 fn step_label(index: usize, step: &Step) -> String {

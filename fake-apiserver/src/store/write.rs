@@ -720,6 +720,9 @@ impl Store {
                 &mut self.objects_of(rt),
             ));
         }
+        if sub == Subresource::Status {
+            causes.extend(validation::validate_status(&rt.group, &rt.kind, &new, old));
+        }
         causes.extend(pod_spec::validate(&rt.group, &rt.kind, &new));
         if let Some(schema) = &rt.structural {
             causes.extend(schema.validate(&new, Some(old)));

@@ -233,7 +233,16 @@ pub fn remote_job(local: &Job, workload: &str, origin: &str) -> Job {
 /// The status the local job should get from the worker's (upstream's `determineStatusUpdate`);
 /// `None` to defer: the local job is suspended while the worker's runs unfinished.
 pub fn status_to_copy(local: &Job, remote: &Job) -> Option<JobStatus> {
-    let copy = || remote.status.clone().unwrap_or_default();
+    let copy = || {
+        let mut status = remote.status.clone().unwrap_or_default();
+        // kube-apiserver refuses to clear the startTime of a running job; a remote job created
+        // again (after a re-dispatch) has none yet.
+        let started = local.status.as_ref().and_then(|s| s.start_time.clone());
+        if !jobs::is_suspended(local) && status.start_time.is_none() {
+            status.start_time = started;
+        }
+        status
+    };
     if !jobs::is_suspended(local) || jobs::is_suspended(remote) || jobs::finished(remote).is_some()
     {
         return Some(copy());

@@ -149,6 +149,22 @@ fn the_status_is_copied_unless_the_local_job_waits_to_start(
     assert_eq!(status_to_copy(&local, &remote), want);
 }
 
+#[rstest]
+#[case::running_here_keeps_it(false, Some("2026-01-01T00:00:00Z"))]
+#[case::suspended_here_takes_the_remotes(true, None)]
+fn a_remote_not_started_yet_never_clears_a_running_jobs_start_time(
+    #[case] local_suspended: bool,
+    #[case] want: Option<&str>,
+) {
+    let local = with_status(local_job(true), local_suspended, running());
+    let remote = with_status(local_job(true), true, json!({"active": 0}));
+    let copied = status_to_copy(&local, &remote).unwrap();
+    assert_eq!(
+        copied.start_time.map(|t| t.0.to_string()),
+        want.map(str::to_owned)
+    );
+}
+
 // ---------- managed, adapters ----------
 
 #[rstest]

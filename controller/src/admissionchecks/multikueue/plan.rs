@@ -166,7 +166,20 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Adds an action; removals from one worker become one (what either removes).
     fn push(&mut self, action: Action) {
+        if let Action::Remove { cluster, job, copy } = &action
+            && let Some(Action::Remove {
+                job: j, copy: c, ..
+            }) = self
+                .actions
+                .iter_mut()
+                .find(|a| matches!(a, Action::Remove { cluster: other, .. } if other == cluster))
+        {
+            *j |= *job;
+            *c |= *copy;
+            return;
+        }
         self.actions.push(action);
     }
 
@@ -304,7 +317,20 @@ pub fn plan(f: &Facts) -> Plan {
             admitting_remote_missing(f, cluster_name, clusters, &mut p);
             return p;
         }
-        None => {}
+        None => {
+            // No worker holds the workload: a job left from an earlier admission (its copy was
+            // evicted, deleted or requeued there) goes, so that it cannot run beside the next
+            // winner's.
+            for (cluster, _) in f.remotes.iter().filter(|(_, r)| r.active && r.job) {
+                if !local_evicted && !removed.contains(cluster.as_str()) {
+                    p.push(Action::Remove {
+                        cluster: cluster.clone(),
+                        job: true,
+                        copy: false,
+                    });
+                }
+            }
+        }
         Some(winner) => {
             for (cluster, remote) in &f.remotes {
                 let holds = remote.copy.is_some() || remote.job;
@@ -522,9 +548,12 @@ fn winner<'f>(
             && cluster_name.is_none_or(|n| n == cluster)
     };
     // A copy its worker deactivated is out of the race, unless it is the one running the job:
-    // its eviction follows.
-    let keep =
-        |c: &str, copy: &Workload| eligible(c) && (cluster_name.is_some() || is_running_copy(copy));
+    // its eviction follows. A copy evicted on its worker (preempted, say) is Admitted until the
+    // worker releases its quota; it must not win again meanwhile (#9338).
+    let keep = |c: &str, copy: &Workload| {
+        eligible(c)
+            && (cluster_name.is_some() || (is_running_copy(copy) && !workload::is_evicted(copy)))
+    };
     earliest(f, cond::ADMITTED, keep).map(|(c, _)| c)
 }
 

@@ -490,6 +490,13 @@ fn an_incremental_round_starts_and_ends_five_minutes_later() {
 #[case::a_retrying_check_creates_no_job(
     Case::new().check(CheckState::Retry).copy("w1", copy().admitted(3)).copy("w2", copy()),
     vec![remove("w2", false, true)])]
+#[case::a_copy_preempted_on_its_worker_does_not_win_again(
+    Case::new().nominated(&["w1", "w2"]).copy("w1", copy().admitted(1).evicted()).copy("w2", copy()),
+    vec![])]
+#[case::a_job_left_from_an_earlier_admission_goes_while_nobody_holds_the_workload(
+    Case::new().nominated(&["w1", "w2"]).copy("w1", copy().admitted(1).evicted()).job("w1")
+        .copy("w2", copy()),
+    vec![remove("w1", true, false)])]
 fn the_first_worker_to_admit_runs_the_job(#[case] case: Case, #[case] expected: Vec<Action>) {
     assert_eq!(case.plan().actions, expected);
 }

@@ -67,6 +67,14 @@ pub fn validate(
     }
 }
 
+/// The causes kube-apiserver gives for an update of a built-in object's `/status`.
+pub fn validate_status(group: &str, kind: &str, obj: &Value, old: &Value) -> Vec<FieldCause> {
+    match kind {
+        "Job" if group == "batch" => workloads::job_status(obj, old),
+        _ => Vec::new(),
+    }
+}
+
 /// An Invalid cause whose value is already rendered as Go prints it (`-1`, `{"a":"b"}`, `null`).
 fn invalid_rendered(field: impl Into<String>, rendered: &str, detail: &str) -> FieldCause {
     FieldCause {

@@ -148,6 +148,44 @@ pub fn job(job: &Value, old: Option<&Value>) -> Vec<FieldCause> {
     causes
 }
 
+/// The causes of a Job's status update (its `/status` subresource).
+pub fn job_status(job: &Value, old: &Value) -> Vec<FieldCause> {
+    start_time_kept(job, old).into_iter().collect()
+}
+
+/// A running job's `status.startTime` stays once set (RejectStartTimeUpdateForUnsuspendedJob),
+/// unless the job resumes (its JobSuspended condition goes from True to False).
+fn start_time_kept(job: &Value, old: &Value) -> Option<FieldCause> {
+    let (new_start, old_start) = (&job["status"]["startTime"], &old["status"]["startTime"]);
+    let suspended = job["spec"]["suspend"] == Value::Bool(true);
+    let suspended_condition = |j: &Value| {
+        j["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "Suspended")
+            .map(|c| c["status"].clone())
+    };
+    let resuming = suspended_condition(old) == Some(Value::from("True"))
+        && suspended_condition(job) == Some(Value::from("False"));
+    if old_start.is_null() || new_start == old_start || suspended || resuming {
+        return None;
+    }
+    // Go prints a *metav1.Time through its String method.
+    let rendered = match new_start.as_str() {
+        None => "null".to_owned(),
+        Some(t) => t
+            .parse::<jiff::Timestamp>()
+            .map(|t| t.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string())
+            .unwrap_or_else(|_| t.to_owned()),
+    };
+    Some(invalid_rendered(
+        "status.startTime",
+        &rendered,
+        "field is immutable for unsuspended job once set",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -200,6 +238,25 @@ mod tests {
                 "spec.selector: Invalid value: {\"matchLabels\":{\"app\":\"e\",\"x\":\"y\"}}: field is immutable"
             ]
         );
+    }
+
+    #[test]
+    fn a_running_jobs_start_time_stays() {
+        let job_with = |suspend: bool, start: Value| {
+            json!({"spec": {"suspend": suspend, "selector": {"matchLabels": {"a": "b"}},
+                            "template": {"metadata": {"labels": {"a": "b"}},
+                                         "spec": {"restartPolicy": "Never"}}},
+                   "status": {"startTime": start}})
+        };
+        let started = job_with(false, json!("2026-01-01T00:00:00Z"));
+        assert_eq!(
+            messages(job_status(&job_with(false, Value::Null), &started)),
+            [
+                "status.startTime: Invalid value: null: field is immutable for unsuspended job once set"
+            ]
+        );
+        assert!(messages(job_status(&job_with(true, Value::Null), &started)).is_empty());
+        assert!(messages(job_status(&started, &job_with(false, Value::Null))).is_empty());
     }
 
     #[test]

@@ -14,6 +14,7 @@ dual!(
     priority_classes_check_values_names_and_immutability,
     deployments_need_a_selector_matching_their_template,
     jobs_check_restart_policies_and_manual_selectors,
+    a_running_jobs_start_time_cannot_be_cleared,
     services_check_ports_and_cluster_ips,
     pod_updates_may_only_change_images_and_a_few_fields,
 );
@@ -417,6 +418,28 @@ async fn jobs_check_restart_policies_and_manual_selectors(env: Env) {
         [
             "FieldValueRequired spec.selector: Required value",
             "FieldValueInvalid spec.template.metadata.labels: Invalid value: {\"a\":\"b\"}: `selector` does not match template `labels`",
+        ]
+    );
+}
+
+/// What MultiKueue's status copy must respect: a worker's job created again has no startTime yet.
+async fn a_running_jobs_start_time_cannot_be_cleared(env: Env) {
+    let path = format!("/apis/batch/v1/namespaces/{}/jobs", env.ns);
+    // Managed by someone else, so kube-controller-manager's Job controller leaves it alone.
+    let pod = json!({"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]});
+    let job = json!({"metadata": {"name": "started"}, "spec": {"managedBy": "example.com/elsewhere", "template": {"spec": pod}}});
+    let mut job = created(&send(&env, "POST", &path, job).await).clone();
+    job["status"] = json!({"startTime": "2026-01-01T00:00:00Z"});
+    let started = send(&env, "PUT", &format!("{path}/started/status"), job).await;
+    let mut job = created(&started).clone();
+    job["status"]
+        .as_object_mut()
+        .map(|status| status.remove("startTime"));
+    let cleared = send(&env, "PUT", &format!("{path}/started/status"), job).await;
+    assert_eq!(
+        causes(&cleared),
+        [
+            "FieldValueInvalid status.startTime: Invalid value: null: field is immutable for unsuspended job once set"
         ]
     );
 }

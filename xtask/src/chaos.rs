@@ -1,0 +1,101 @@
+//! `cargo xtask chaos --multikueue`: many seeds of the MultiKueue chaos run (e2e/src/chaos.rs) in
+//! an optimised build. The runs are the `many_seeds` test of e2e/tests/multikueue_chaos.rs,
+//! ignored in ordinary test runs; it prints the summary and each failing seed with its steps.
+
+use std::process::Command as Process;
+
+use anyhow::bail;
+
+/// Which seeds: `seed` alone, else `seeds` of them from `first`.
+pub struct Seeds {
+    pub seeds: u64,
+    pub first: u64,
+    pub seed: Option<u64>,
+}
+
+/// The command that runs them.
+pub fn command(mut cargo: Process, seeds: &Seeds) -> Process {
+    cargo.args([
+        "test",
+        "--release",
+        "--quiet",
+        "--package",
+        "e2e",
+        "--test",
+        "multikueue_chaos",
+        "--",
+        "many_seeds",
+        "--exact",
+        "--ignored",
+        "--nocapture",
+    ]);
+    match seeds.seed {
+        Some(seed) => cargo.env("TOLLGATE_CHAOS_SEED", seed.to_string()),
+        None => cargo
+            .env("TOLLGATE_CHAOS_SEEDS", seeds.seeds.to_string())
+            .env("TOLLGATE_CHAOS_FIRST", seeds.first.to_string()),
+    };
+    cargo
+}
+
+/// Only MultiKueue has a chaos run so far: say so rather than run nothing.
+pub fn check(multikueue: bool) -> anyhow::Result<()> {
+    if !multikueue {
+        bail!("say what to run: `cargo xtask chaos --multikueue` (the only chaos run so far)");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(cmd: &Process) -> Vec<(String, String)> {
+        cmd.get_envs()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v?.to_str()?.to_owned())))
+            .collect()
+    }
+
+    #[test]
+    fn one_seed_is_replayed_alone() {
+        let cmd = command(
+            Process::new("cargo"),
+            &Seeds {
+                seeds: 2000,
+                first: 0,
+                seed: Some(42),
+            },
+        );
+        assert_eq!(env_of(&cmd), [("TOLLGATE_CHAOS_SEED".into(), "42".into())]);
+        let args: Vec<_> = cmd.get_args().filter_map(|a| a.to_str()).collect();
+        assert!(args.contains(&"--release") && args.contains(&"many_seeds"));
+    }
+
+    #[test]
+    fn a_range_of_seeds_goes_by_count_and_first() {
+        let cmd = command(
+            Process::new("cargo"),
+            &Seeds {
+                seeds: 500,
+                first: 1000,
+                seed: None,
+            },
+        );
+        let mut env = env_of(&cmd);
+        env.sort();
+        assert_eq!(
+            env,
+            [
+                ("TOLLGATE_CHAOS_FIRST".into(), "1000".into()),
+                ("TOLLGATE_CHAOS_SEEDS".into(), "500".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn without_multikueue_it_says_what_to_run() {
+        let error = check(false).expect_err("nothing to run");
+        assert!(error.to_string().contains("--multikueue"));
+        assert!(check(true).is_ok());
+    }
+}
