@@ -720,12 +720,20 @@ async fn holds(worker: &Client) -> Result<String, String> {
         .iter()
         .map(|j| {
             format!(
-                "Job {}{}",
+                "Job {} (uid {}, status {}{}{})",
                 j.name_any(),
-                if running(j) { " (running)" } else { "" }
+                j.uid().unwrap_or_default(),
+                serde_json::to_string(&j.status).unwrap_or_default(),
+                if running(j) { ", running" } else { "" },
+                if j.spec.as_ref().and_then(|s| s.suspend) == Some(true) {
+                    ", suspended"
+                } else {
+                    ""
+                }
             )
         })
         .collect();
+    // What a stuck job's owner needs to know: who controls each copy and where it stands.
     names.extend(
         copies
             .list(&Default::default())
@@ -733,7 +741,26 @@ async fn holds(worker: &Client) -> Result<String, String> {
             .map_err(|e| e.to_string())?
             .items
             .iter()
-            .map(|w| format!("Workload {}", w.name_any())),
+            .map(|w| {
+                let owners: Vec<String> = w
+                    .owner_references()
+                    .iter()
+                    .map(|o| format!("{} {}", o.kind, o.uid))
+                    .collect();
+                let conditions: Vec<String> = w
+                    .status
+                    .iter()
+                    .flat_map(|s| &s.conditions)
+                    .filter(|c| c.status == "True")
+                    .map(|c| format!("{} {}: {}", c.type_, c.reason, c.message))
+                    .collect();
+                format!(
+                    "Workload {} (owners [{}], true: [{}])",
+                    w.name_any(),
+                    owners.join(", "),
+                    conditions.join(", ")
+                )
+            }),
     );
     Ok(if names.is_empty() {
         "nothing".into()

@@ -235,10 +235,10 @@ pub fn remote_job(local: &Job, workload: &str, origin: &str) -> Job {
 pub fn status_to_copy(local: &Job, remote: &Job) -> Option<JobStatus> {
     let copy = || {
         let mut status = remote.status.clone().unwrap_or_default();
-        // kube-apiserver refuses to clear the startTime of a running job; a remote job created
-        // again (after a re-dispatch) has none yet.
+        // kube-apiserver refuses to change or clear the startTime of a running job, and a job
+        // run again on a worker (after a re-dispatch) starts later, or not yet.
         let started = local.status.as_ref().and_then(|s| s.start_time.clone());
-        if !jobs::is_suspended(local) && status.start_time.is_none() {
+        if !jobs::is_suspended(local) && started.is_some() {
             status.start_time = started;
         }
         status

@@ -150,14 +150,20 @@ fn the_status_is_copied_unless_the_local_job_waits_to_start(
 }
 
 #[rstest]
-#[case::running_here_keeps_it(false, Some("2026-01-01T00:00:00Z"))]
-#[case::suspended_here_takes_the_remotes(true, None)]
-fn a_remote_not_started_yet_never_clears_a_running_jobs_start_time(
+#[case::running_here_keeps_it(false, json!({"active": 0}), Some("2026-01-01T00:00:00Z"))]
+#[case::suspended_here_takes_the_remotes(true, json!({"active": 0}), None)]
+#[case::a_later_start_there_keeps_the_first(
+    false,
+    json!({"active": 1, "startTime": "2026-01-01T00:05:00Z"}),
+    Some("2026-01-01T00:00:00Z")
+)]
+fn a_running_jobs_start_time_never_changes(
     #[case] local_suspended: bool,
+    #[case] remote_status: Value,
     #[case] want: Option<&str>,
 ) {
     let local = with_status(local_job(true), local_suspended, running());
-    let remote = with_status(local_job(true), true, json!({"active": 0}));
+    let remote = with_status(local_job(true), true, remote_status);
     let copied = status_to_copy(&local, &remote).unwrap();
     assert_eq!(
         copied.start_time.map(|t| t.0.to_string()),
