@@ -405,7 +405,23 @@ async fn the_service_account_may_do_nothing_the_controller_does_not_need() {
         "create a Secret",
         secrets.create(&PostParams::default(), &secret).await,
     );
-    assert_forbidden("list Secrets", secrets.list(&ListParams::default()).await);
+    // MultiKueue reads worker kubeconfigs from Secrets in its own namespace, as Kueue does:
+    // listing them there is allowed, anywhere else it is not.
+    secrets
+        .list(&ListParams::default())
+        .await
+        .expect("list Secrets in the controller's namespace");
+    let elsewhere: Api<Secret> = Api::namespaced(sa.clone(), &victim);
+    assert_forbidden(
+        "list Secrets in another namespace",
+        elsewhere.list(&ListParams::default()).await,
+    );
+    assert_forbidden(
+        "list Secrets in every namespace",
+        Api::<Secret>::all(sa.clone())
+            .list(&ListParams::default())
+            .await,
+    );
     let namespaces: Api<Namespace> = Api::all(sa.clone());
     assert_forbidden(
         "delete a Namespace",
