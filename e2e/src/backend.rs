@@ -104,20 +104,7 @@ impl Session {
 
     /// Why `scenario` cannot run on this backend, if it cannot.
     pub fn blocker(&self, scenario: &Scenario) -> Option<String> {
-        if !scenario.workers.is_empty() && !matches!(self.backend, Backend::ControlPlane) {
-            return Some(
-                "it declares worker clusters, which run out of process only on the control-plane \
-                 backend (each worker its own reference control plane)"
-                    .into(),
-            );
-        }
-        // Worker clusters are reference control planes of their own here: what else blocks is
-        // the scenario's (its waits, its faults; a partition is a fault).
-        let without_workers = Scenario {
-            workers: BTreeMap::new(),
-            ..scenario.clone()
-        };
-        without_workers.real_time_blocker()
+        blocker(&self.backend, scenario)
     }
 
     /// Run one scenario (or say why it cannot run here).
@@ -266,37 +253,19 @@ async fn introduce_workers(
     kubeconfigs: &Path,
     workers: &[(String, control_plane::ControlPlane)],
 ) -> Result<(), String> {
-    use k8s_openapi::api::core::v1::{Namespace, Secret};
-    use kube::api::PostParams;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let mut ns = Namespace::default();
-    ns.metadata.name = Some(namespace.to_string());
-    match namespaces.create(&PostParams::default(), &ns).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(s)) if s.code == 409 => {}
-        Err(e) => return Err(format!("creating namespace {namespace}: {e}")),
-    }
     std::fs::create_dir_all(kubeconfigs).map_err(|e| format!("{}: {e}", kubeconfigs.display()))?;
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let mut secrets = Vec::new();
     for (worker, cp) in workers {
         let file = kubeconfigs.join(worker);
         manager_kubeconfig(cp, &file)
             .await
             .map_err(|e| format!("worker {worker}: the manager's kubeconfig: {e}"))?;
         let bytes = std::fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let mut secret = Secret::default();
-        secret.metadata.name = Some(worker.clone());
-        secret.metadata.namespace = Some(namespace.to_string());
-        secret.data = Some(BTreeMap::from([(
-            api::constants::multikueue::KUBECONFIG_SECRET_KEY.to_string(),
-            k8s_openapi::ByteString(bytes),
-        )]));
-        secrets
-            .create(&PostParams::default(), &secret)
-            .await
-            .map_err(|e| format!("creating Secret {namespace}/{worker}: {e}"))?;
+        secrets.push(crate::harness::kubeconfig::secret_holding(
+            worker, namespace, bytes,
+        ));
     }
-    Ok(())
+    crate::env::bootstrap::create_secrets(client, namespace, &secrets).await
 }
 
 /// The ServiceAccount the manager acts as on a worker, in the worker's `kueue-system`.
@@ -421,6 +390,24 @@ async fn events(client: &kube::Client) -> String {
     }
 }
 
+/// Why `scenario` cannot run on `backend`, if it cannot.
+pub fn blocker(backend: &Backend, scenario: &Scenario) -> Option<String> {
+    if !scenario.workers.is_empty() && !matches!(backend, Backend::ControlPlane) {
+        return Some(
+            "it declares worker clusters, which run out of process only on the control-plane \
+             backend (each worker its own reference control plane)"
+                .into(),
+        );
+    }
+    // Worker clusters are reference control planes of their own here: what else blocks is
+    // the scenario's (its waits, its faults; a partition is a fault).
+    let without_workers = Scenario {
+        workers: BTreeMap::new(),
+        ..scenario.clone()
+    };
+    without_workers.real_time_blocker()
+}
+
 /// Delete, last first, every object the scenario's steps name, with their dependents: the next
 /// scenario on a shared cluster must not find them. What the components made without an owner
 /// (the fake autoscaler's Nodes) stays.
@@ -447,6 +434,10 @@ async fn clean_up(client: &kube::Client, scenario: &Scenario) {
         ) else {
             continue;
         };
+        // A name pattern names a generated object, which goes with its owner.
+        if crate::scenario::naming::is_pattern(name) {
+            continue;
+        }
         let Some((ar, caps)) = discovery
             .groups()
             .flat_map(|g| g.recommended_resources())

@@ -82,6 +82,11 @@ fn seeds_draw_different_storms_that_submit_every_job() {
 #[test]
 #[ignore = "run by `cargo xtask chaos --multikueue`"]
 fn many_seeds() {
+    // A replay with `RUST_LOG=controller::admissionchecks::multikueue=debug` shows each plan the
+    // manager made and what each job sync did.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
     let var = |name: &str| {
         std::env::var(name)
             .ok()

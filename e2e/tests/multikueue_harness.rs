@@ -64,6 +64,14 @@ async fn exists(client: kube::Client, name: &str) -> bool {
         .is_some()
 }
 
+/// A client of the worker as the manager reaches it: its kubeconfig, through the network.
+async fn through_network(env: &TestEnv, worker: &str) -> kube::Client {
+    env.network()
+        .connect(kubeconfig_of(env, worker).await)
+        .await
+        .expect("the kubeconfig resolves")
+}
+
 #[tokio::test(start_paused = true)]
 async fn each_worker_has_a_secret_whose_kubeconfig_reaches_that_worker() {
     let env = two_workers().await;
@@ -116,11 +124,7 @@ async fn a_host_that_names_no_worker_is_refused() {
 #[tokio::test(start_paused = true)]
 async fn a_refused_link_fails_the_manager_until_healed_while_the_worker_runs_on() {
     let env = two_workers().await;
-    let client = env
-        .network()
-        .connect(kubeconfig_of(&env, "worker-1").await)
-        .await
-        .expect("the kubeconfig resolves");
+    let client = through_network(&env, "worker-1").await;
     let link = env.link("worker-1").expect("a link");
 
     link.partition(Cut::Refuse, None);
@@ -140,11 +144,7 @@ async fn a_refused_link_fails_the_manager_until_healed_while_the_worker_runs_on(
 #[tokio::test(start_paused = true)]
 async fn a_timed_partition_ends_by_itself() {
     let env = two_workers().await;
-    let client = env
-        .network()
-        .connect(kubeconfig_of(&env, "worker-2").await)
-        .await
-        .expect("the kubeconfig resolves");
+    let client = through_network(&env, "worker-2").await;
     let link = env.link("worker-2").expect("a link");
     link.partition(Cut::Refuse, Some(Duration::from_secs(60)));
     env.advance(Duration::from_secs(59)).await;
@@ -157,11 +157,7 @@ async fn a_timed_partition_ends_by_itself() {
 #[tokio::test(start_paused = true)]
 async fn a_hanging_link_holds_requests_until_healed() {
     let env = two_workers().await;
-    let client = env
-        .network()
-        .connect(kubeconfig_of(&env, "worker-1").await)
-        .await
-        .expect("the kubeconfig resolves");
+    let client = through_network(&env, "worker-1").await;
     let link = env.link("worker-1").expect("a link").clone();
     link.partition(Cut::Hang, None);
 
@@ -186,11 +182,7 @@ async fn a_hanging_link_holds_requests_until_healed() {
 #[tokio::test(start_paused = true)]
 async fn a_slow_link_delays_each_request() {
     let env = two_workers().await;
-    let client = env
-        .network()
-        .connect(kubeconfig_of(&env, "worker-1").await)
-        .await
-        .expect("the kubeconfig resolves");
+    let client = through_network(&env, "worker-1").await;
     env.link("worker-1")
         .expect("a link")
         .set_latency(Duration::from_secs(2));
@@ -205,11 +197,7 @@ async fn a_refused_link_resets_open_watches() {
     use kube::runtime::watcher;
 
     let env = two_workers().await;
-    let client = env
-        .network()
-        .connect(kubeconfig_of(&env, "worker-1").await)
-        .await
-        .expect("the kubeconfig resolves");
+    let client = through_network(&env, "worker-1").await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
     let mut stream = watcher(api, watcher::Config::default()).boxed();
     // The initial list.

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use e2e::backend::{Backend, RealOutcome, Session};
+use e2e::backend::{Backend, RealOutcome, Session, blocker};
 use e2e::scenario::load;
 use rstest::rstest;
 
@@ -30,7 +30,7 @@ fn available() -> bool {
 #[rstest]
 fn on_the_reference_control_plane(#[files("scenarios/*.yaml")] path: PathBuf) {
     let scenario = load(&path).unwrap_or_else(|e| panic!("{e}"));
-    if let Some(reason) = scenario.real_time_blocker() {
+    if let Some(reason) = blocker(&Backend::ControlPlane, &scenario) {
         eprintln!("{} runs only embedded: {reason}", scenario.name);
         return;
     }
@@ -92,7 +92,7 @@ fn enough_scenarios_run_on_real_clusters() {
     let runnable = files
         .iter()
         .map(|f| load(f).unwrap_or_else(|e| panic!("{e}")))
-        .filter(|s| s.real_time_blocker().is_none())
+        .filter(|s| blocker(&Backend::ControlPlane, s).is_none())
         .count();
     assert!(
         runnable >= 19,

@@ -7,6 +7,7 @@
 //! module and one line there.
 
 pub mod multikueue;
+pub mod params;
 pub mod provisioning;
 
 use std::collections::BTreeMap;

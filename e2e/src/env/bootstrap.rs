@@ -15,6 +15,19 @@ pub async fn write_secrets(
     namespace: &str,
     workers: &[String],
 ) -> Result<(), String> {
+    let secrets: Vec<Secret> = workers
+        .iter()
+        .map(|w| kubeconfig::secret(w, namespace))
+        .collect();
+    create_secrets(client, namespace, &secrets).await
+}
+
+/// Create the namespace (if missing) and the Secrets in it.
+pub async fn create_secrets(
+    client: &kube::Client,
+    namespace: &str,
+    secrets: &[Secret],
+) -> Result<(), String> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut ns = Namespace::default();
     ns.metadata.name = Some(namespace.to_string());
@@ -23,15 +36,12 @@ pub async fn write_secrets(
         Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(e) => return Err(format!("creating namespace {namespace}: {e}")),
     }
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    for worker in workers {
-        secrets
-            .create(
-                &PostParams::default(),
-                &kubeconfig::secret(worker, namespace),
-            )
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    for secret in secrets {
+        let name = secret.metadata.name.as_deref().unwrap_or_default();
+        api.create(&PostParams::default(), secret)
             .await
-            .map_err(|e| format!("creating Secret {namespace}/{worker}: {e}"))?;
+            .map_err(|e| format!("creating Secret {namespace}/{name}: {e}"))?;
     }
     Ok(())
 }

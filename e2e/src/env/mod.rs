@@ -33,7 +33,7 @@
 //! # Ok(()) }
 //! ```
 
-mod bootstrap;
+pub(crate) mod bootstrap;
 mod members;
 
 use std::collections::BTreeMap;

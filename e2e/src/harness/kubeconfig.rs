@@ -77,6 +77,12 @@ fn token(worker: &str) -> String {
 /// The Secret a MultiKueueCluster names to reach `worker`: named after it, in the manager
 /// controller's namespace, with the kubeconfig under `kubeconfig`.
 pub fn secret(worker: &str, namespace: &str) -> Secret {
+    secret_holding(worker, namespace, kubeconfig(worker).into_bytes())
+}
+
+/// The Secret `namespace/<worker>` holding the kubeconfig `bytes` under `kubeconfig`, as an
+/// operator makes it for a MultiKueueCluster with `locationType: Secret`.
+pub fn secret_holding(worker: &str, namespace: &str, bytes: Vec<u8>) -> Secret {
     Secret {
         metadata: ObjectMeta {
             name: Some(worker.to_string()),
@@ -85,7 +91,7 @@ pub fn secret(worker: &str, namespace: &str) -> Secret {
         },
         data: Some(BTreeMap::from([(
             api::constants::multikueue::KUBECONFIG_SECRET_KEY.to_string(),
-            ByteString(kubeconfig(worker).into_bytes()),
+            ByteString(bytes),
         )])),
         ..Secret::default()
     }

@@ -10,7 +10,7 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::discovery::{ApiCapabilities, Scope};
 use serde_json::Value;
 
-use super::naming::object_label;
+use super::naming::{is_pattern, name_matches, object_label};
 use super::watches::ScenarioWatch;
 use crate::cluster::Cluster;
 use crate::world::World;
@@ -100,6 +100,41 @@ impl<'a> Context<'a> {
         Ok((Api::namespaced_with(client, &ns, &ar), obj))
     }
 
+    /// A write names one object: a name pattern (`job-sample-*`) becomes the name of the one
+    /// object of its kind and namespace that matches it.
+    pub async fn resolve_name(
+        &self,
+        api: &Api<DynamicObject>,
+        obj: &mut Value,
+    ) -> Result<(), String> {
+        let Some(pattern) = obj["metadata"]["name"].as_str().filter(|n| is_pattern(n)) else {
+            return Ok(());
+        };
+        let pattern = pattern.to_string();
+        let names: Vec<String> = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| e.to_string())?
+            .items
+            .into_iter()
+            .filter_map(|o| o.metadata.name)
+            .filter(|n| name_matches(&pattern, n))
+            .collect();
+        match &names[..] {
+            [name] => {
+                obj["metadata"]["name"] = Value::String(name.clone());
+                Ok(())
+            }
+            [] => Err(format!("{}: no object matches the name", object_label(obj))),
+            many => Err(format!(
+                "{}: the name matches {} objects ({}); a write needs one",
+                object_label(obj),
+                many.len(),
+                many.join(", ")
+            )),
+        }
+    }
+
     /// Scenarios cannot know uids in advance: an ownerReference without one gets the uid of the
     /// owner it names, looked up in the object's namespace.
     pub async fn fill_owner_uids(&mut self, obj: &mut Value) -> Result<(), String> {
@@ -155,7 +190,24 @@ impl<'a> Context<'a> {
     /// The objects `obj` names: the one called `metadata.name`, or without a name every object of
     /// its kind that has its labels. Also returns `obj` with its namespace filled in.
     pub async fn find(&mut self, obj: &Value) -> Result<(Value, Vec<Value>), String> {
-        let (api, obj) = self.api_for(obj).await?;
+        let (api, mut obj) = self.api_for(obj).await?;
+        if let Some(pattern) = obj["metadata"]["name"].as_str().filter(|n| is_pattern(n)) {
+            // Every object of the kind whose name matches; the pattern itself matches no field.
+            let pattern = pattern.to_string();
+            if let Some(meta) = obj["metadata"].as_object_mut() {
+                meta.remove("name");
+            }
+            let found = api
+                .list(&label_selector(&obj))
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .iter()
+                .filter(|o| name_matches(&pattern, o.metadata.name.as_deref().unwrap_or_default()))
+                .map(to_value)
+                .collect();
+            return Ok((obj, found));
+        }
         let found = match obj["metadata"]["name"].as_str() {
             Some(name) => api
                 .get_opt(name)

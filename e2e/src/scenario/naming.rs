@@ -59,6 +59,33 @@ pub fn object_label(obj: &Value) -> String {
     }
 }
 
+/// Whether a scenario's name is a pattern: `*` stands for any run of characters, for a name the
+/// cluster generates from a uid (a Job's Workload is `job-sample-*`, its hash differing from one
+/// cluster to the next). Kubernetes names never contain `*`.
+pub fn is_pattern(name: &str) -> bool {
+    name.contains('*')
+}
+
+/// Whether `name` matches `pattern` (see [`is_pattern`]); a name without `*` matches itself.
+pub fn name_matches(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let mut middle: Vec<&str> = parts.collect();
+    let Some(last) = middle.pop() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -88,5 +115,19 @@ mod tests {
         assert_eq!(object_label(&node), "Node n");
         let generated = json!({"kind": "Job", "metadata": {"generateName": "j-"}});
         assert_eq!(object_label(&generated), "Job j-*");
+    }
+
+    #[test]
+    fn a_pattern_stands_for_generated_names() {
+        assert!(name_matches("job-sample-*", "job-sample-7cfd7"));
+        assert!(name_matches("job-sample", "job-sample"));
+        assert!(!name_matches("job-sample", "job-sample-7cfd7"));
+        assert!(!name_matches("job-sample-*", "job-other-7cfd7"));
+        assert!(name_matches("*-7cfd7", "job-sample-7cfd7"));
+        assert!(name_matches("job-*-*7", "job-sample-7cfd7"));
+        assert!(!name_matches("job-*-*8", "job-sample-7cfd7"));
+        // The parts may not overlap: `ab*ba` needs four characters at least.
+        assert!(!name_matches("ab*ba", "aba"));
+        assert!(is_pattern("job-sample-*") && !is_pattern("job-sample"));
     }
 }

@@ -10,22 +10,15 @@ use api::constants::admission_check::{
 use api::kueue::{AdmissionCheck, AdmissionCheckParametersReference};
 
 use crate::admissionchecks::Ctx;
+use crate::admissionchecks::params;
+pub use crate::admissionchecks::params::Activity;
 use crate::error::Error;
 use crate::workload::conditions;
 use crate::writer::Written;
 
-const GROUP: &str = "kueue.x-k8s.io";
 const KIND: &str = "MultiKueueConfig";
 /// The condition type, on AdmissionChecks and MultiKueueClusters alike.
 pub const ACTIVE: &str = "Active";
-
-/// The `Active` condition a check should have.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Activity {
-    pub active: bool,
-    pub reason: &'static str,
-    pub message: String,
-}
 
 /// What the check's MultiKueueConfig names, as the AdmissionCheck controller finds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,29 +30,9 @@ pub enum ClusterState {
     Active,
 }
 
-/// The name of the MultiKueueConfig a check's parameters reference, or why it has none (the
-/// reference errors of Kueue's `pkg/util/admissioncheck`).
+/// The name of the MultiKueueConfig a check's parameters reference, or why it has none.
 pub fn config_name(params: Option<&AdmissionCheckParametersReference>) -> Result<&str, String> {
-    let bad = |why: String| format!("{why}: bad parameters reference");
-    let Some(params) = params else {
-        return Err("missing parameters reference".into());
-    };
-    if params.name.is_empty() {
-        return Err(bad("empty name".into()));
-    }
-    if params.api_group != GROUP {
-        return Err(bad(format!(
-            "wrong group {:?}, expecting {GROUP:?}",
-            params.api_group
-        )));
-    }
-    if params.kind != KIND {
-        return Err(bad(format!(
-            "wrong kind {:?}, expecting {KIND:?}",
-            params.kind
-        )));
-    }
-    Ok(&params.name)
+    params::config_name(params, KIND)
 }
 
 /// The check's activity, given its config's clusters (`None`: no config of that name) and the
@@ -164,6 +137,7 @@ pub async fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admissionchecks::params::GROUP;
     use rstest::rstest;
 
     fn params(group: &str, kind: &str, name: &str) -> Option<AdmissionCheckParametersReference> {

@@ -32,9 +32,10 @@ pub trait JobAdapter: Send + Sync {
     /// the Rejected message of the check.
     fn check_managed(&self, world: &World, owner: &Key) -> Managed;
 
-    /// Creates the job on the worker if it has none of that name (a suspended copy for the
-    /// Workload `workload`, with `managedBy` cleared and our origin label); otherwise copies the
-    /// worker's status to the local job. A worker's job without our origin is left alone.
+    /// Copies the worker's job status to the local job. When the worker has no job of that name
+    /// and `create` is set (the worker admitted the workload), creates it there: a suspended
+    /// copy for the Workload `workload`, with `managedBy` cleared and our origin label. A
+    /// worker's job without our origin is left alone.
     ///
     /// Remote failures (a worker unreachable, its namespace missing) are errors; they concern
     /// one worker, so the caller retries rather than stopping the controller.
@@ -43,9 +44,7 @@ pub trait JobAdapter: Send + Sync {
         local: &'a Writer,
         remote: &'a Client,
         world: &'a World,
-        owner: &'a Key,
-        workload: &'a str,
-        origin: &'a str,
+        job: SyncRequest<'a>,
     ) -> BoxFuture<'a, Result<Synced, Error>>;
 
     /// Deletes the worker's job `owner` (background propagation), only if it carries our origin.
@@ -55,6 +54,18 @@ pub trait JobAdapter: Send + Sync {
         owner: &'a Key,
         origin: &'a str,
     ) -> BoxFuture<'a, Result<Deleted, Error>>;
+}
+
+/// Which job [`JobAdapter::sync`] syncs, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncRequest<'a> {
+    /// The local job (`namespace/name`); the worker's has the same name.
+    pub owner: &'a Key,
+    /// The manager's Workload, named in the worker's job's prebuilt-workload label.
+    pub workload: &'a str,
+    pub origin: &'a str,
+    /// Create the job on the worker when it has none (that worker admitted the workload).
+    pub create: bool,
 }
 
 /// Whether a local job may be dispatched.
@@ -84,6 +95,8 @@ pub enum Synced {
     Stale,
     /// The local job is not known.
     LocalMissing,
+    /// The worker has no job of that name, and none was to be created.
+    RemoteMissing,
     /// The worker has a job of that name without our origin: neither copied nor touched.
     NotOurs,
 }
@@ -271,10 +284,14 @@ impl JobAdapter for BatchJob {
         local: &'a Writer,
         remote: &'a Client,
         world: &'a World,
-        owner: &'a Key,
-        workload: &'a str,
-        origin: &'a str,
+        job: SyncRequest<'a>,
     ) -> BoxFuture<'a, Result<Synced, Error>> {
+        let SyncRequest {
+            owner,
+            workload,
+            origin,
+            create,
+        } = job;
         Box::pin(async move {
             let Some(local_job) = world.jobs.get(owner) else {
                 return Ok(Synced::LocalMissing);
@@ -283,6 +300,9 @@ impl JobAdapter for BatchJob {
             let api: Api<Job> = Api::namespaced(remote.clone(), ns);
             let name = local_job.metadata.name.as_deref().unwrap_or_default();
             let Some(theirs) = api.get_opt(name).await? else {
+                if !create {
+                    return Ok(Synced::RemoteMissing);
+                }
                 let pp = PostParams {
                     field_manager: Some(FIELD_MANAGER.to_owned()),
                     ..PostParams::default()

@@ -291,10 +291,24 @@ impl Manager {
     }
 
     async fn sync(&mut self, worker: &Client, name: &str) -> Synced {
+        self.sync_creating(worker, name, true).await
+    }
+
+    async fn sync_creating(&mut self, worker: &Client, name: &str, create: bool) -> Synced {
         self.refresh(name).await;
         let owner = format!("default/{name}");
         BatchJob
-            .sync(&self.writer, worker, &self.world, &owner, "wl", ORIGIN)
+            .sync(
+                &self.writer,
+                worker,
+                &self.world,
+                SyncRequest {
+                    owner: &owner,
+                    workload: "wl",
+                    origin: ORIGIN,
+                    create,
+                },
+            )
             .await
             .unwrap()
     }
@@ -444,4 +458,30 @@ async fn a_workers_own_job_of_the_same_name_is_never_touched() {
         theirs.resource_version(),
         "their job is untouched"
     );
+}
+
+/// A worker that did not admit the workload never gets its job: its status is only copied
+/// back, and a job gone from it is reported, not made again.
+#[tokio::test(start_paused = true)]
+async fn a_job_is_created_only_where_asked() {
+    let (manager_server, worker_server) = (server(), server());
+    let mut manager = Manager::new(&manager_server);
+    let worker = worker_server.client();
+    let on_worker: Api<Job> = Api::namespaced(worker.clone(), "default");
+    manager
+        .jobs()
+        .create(&PostParams::default(), &user_job("demo"))
+        .await
+        .unwrap();
+
+    assert_eq!(
+        manager.sync_creating(&worker, "demo", false).await,
+        Synced::RemoteMissing
+    );
+    assert!(on_worker.get_opt("demo").await.unwrap().is_none());
+    assert_eq!(
+        manager.sync_creating(&worker, "demo", true).await,
+        Synced::Created
+    );
+    assert!(on_worker.get_opt("demo").await.unwrap().is_some());
 }

@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt};
 
-use super::adapter::{self, JobAdapter, Managed, Synced};
+use super::adapter::{self, JobAdapter, Managed, SyncRequest, Synced};
 use super::clusters::Setup;
 use super::dispatch::Dispatcher;
 use super::workers::{RemoteChange, Worker, Workers};
@@ -279,6 +279,9 @@ impl WorkloadsPass {
             worker_lost_timeout: config.worker_lost_timeout.get(),
         };
         let decided = plan(&facts);
+        if !decided.actions.is_empty() {
+            tracing::debug!(workload = %key, actions = ?decided.actions, "MultiKueue plan");
+        }
         drop(facts);
         if owner == Owner::Unknown && !deleted {
             self.retry_later(ctx, key, now);
@@ -475,7 +478,17 @@ impl WorkloadsPass {
         let wl_name = run.wl.name_any();
         let synced = remote(
             cluster,
-            adapter.sync(ctx.writer, client, ctx.world, owner, &wl_name, run.origin),
+            adapter.sync(
+                ctx.writer,
+                client,
+                ctx.world,
+                SyncRequest {
+                    owner,
+                    workload: &wl_name,
+                    origin: run.origin,
+                    create: winner,
+                },
+            ),
         )
         .await?;
         tracing::debug!(workload = %run.key, cluster, ?synced, "MultiKueue job sync");
@@ -489,6 +502,13 @@ impl WorkloadsPass {
             Synced::Stale => {
                 // Not before the status is copied: a workload finished first would leave the
                 // manager's job without its final status (#5613).
+                ctx.wake_at(run.key, soon(SYNC_DEFERRED_AFTER));
+                Ok(Done::Stop)
+            }
+            Synced::RemoteMissing => {
+                // Only the winner's job is created. Any other's status is copied before the
+                // workload finishes or stops, and a job gone meanwhile (our own removal, which
+                // the worker's watch has not shown yet) ends the plan: the next pass sees why.
                 ctx.wake_at(run.key, soon(SYNC_DEFERRED_AFTER));
                 Ok(Done::Stop)
             }

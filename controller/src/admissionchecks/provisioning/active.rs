@@ -5,39 +5,14 @@
 
 use api::kueue::AdmissionCheckParametersReference;
 
-const GROUP: &str = "kueue.x-k8s.io";
-const KIND: &str = "ProvisioningRequestConfig";
+use crate::admissionchecks::params;
+pub use crate::admissionchecks::params::Activity;
 
-/// The `Active` condition the check should have.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Activity {
-    pub active: bool,
-    pub reason: &'static str,
-    pub message: String,
-}
+const KIND: &str = "ProvisioningRequestConfig";
 
 /// The name of the ProvisioningRequestConfig a check's parameters reference, or why it has none.
 pub fn config_name(params: Option<&AdmissionCheckParametersReference>) -> Result<&str, String> {
-    let bad = |why: String| format!("{why}: bad parameters reference");
-    let Some(params) = params else {
-        return Err("missing parameters reference".into());
-    };
-    if params.name.is_empty() {
-        return Err(bad("empty name".into()));
-    }
-    if params.api_group != GROUP {
-        return Err(bad(format!(
-            "wrong group {:?}, expecting {GROUP:?}",
-            params.api_group
-        )));
-    }
-    if params.kind != KIND {
-        return Err(bad(format!(
-            "wrong kind {:?}, expecting {KIND:?}",
-            params.kind
-        )));
-    }
-    Ok(&params.name)
+    params::config_name(params, KIND)
 }
 
 /// The check's activity, given whether a config of that name exists.
@@ -69,6 +44,7 @@ pub fn activity(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admissionchecks::params::GROUP;
     use rstest::rstest;
 
     fn params(group: &str, kind: &str, name: &str) -> Option<AdmissionCheckParametersReference> {

@@ -99,10 +99,16 @@ impl AssertOp {
 
 /// Whether an object matching `expected` exists; if not, what the cluster held instead.
 async fn matches(cx: &mut Context<'_>, expected: &Value, keys: &ListKeys) -> Result<(), String> {
+    let named = expected["metadata"]["name"].as_str().map(str::to_owned);
     let (expected, candidates) = cx.find(expected).await?;
     if candidates.is_empty() {
-        let label = object_label(&expected);
-        return Err(match expected["metadata"]["name"].as_str() {
+        // Named as the scenario named it (`find` takes a name pattern out of `expected`).
+        let mut shown = expected.clone();
+        if let Some(name) = &named {
+            shown["metadata"]["name"] = Value::String(name.clone());
+        }
+        let label = object_label(&shown);
+        return Err(match named {
             Some(_) => format!("{label}: not found"),
             None => format!("{label}: there are none"),
         });

@@ -1,5 +1,6 @@
 //! `events`: Kubernetes Events that must have been recorded, within `timeout`.
 
+use crate::scenario::naming::name_matches;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -132,7 +133,10 @@ fn event_matches(want: &ExpectedEvent, e: &Event) -> bool {
     let regarding_ok = want.regarding.as_ref().is_none_or(|r| {
         let have = e.regarding.as_ref();
         eq(&r.kind, have.and_then(|h| h.kind.as_ref()))
-            && eq(&r.name, have.and_then(|h| h.name.as_ref()))
+            && r.name.as_ref().is_none_or(|w| {
+                have.and_then(|h| h.name.as_deref())
+                    .is_some_and(|h| name_matches(w, h))
+            })
             && eq(&r.namespace, have.and_then(|h| h.namespace.as_ref()))
     });
     eq(&want.event_type, e.type_.as_ref())

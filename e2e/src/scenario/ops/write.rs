@@ -238,6 +238,9 @@ impl WriteOp {
     /// Send the write of one of its objects.
     pub(super) async fn send(&self, cx: &mut Context<'_>, obj: &Value) -> Result<(), WriteError> {
         let (api, mut obj) = cx.api_for(obj).await.map_err(WriteError::Other)?;
+        cx.resolve_name(&api, &mut obj)
+            .await
+            .map_err(WriteError::Other)?;
         cx.fill_owner_uids(&mut obj)
             .await
             .map_err(WriteError::Other)?;
