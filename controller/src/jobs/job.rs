@@ -206,9 +206,13 @@ pub fn is_suspended(job: &Job) -> bool {
 /// only once it has none. A job handed to MultiKueue runs no pods here: its count is a worker's,
 /// copied back, and a lost worker would otherwise hold the manager's quota for ever.
 pub fn is_active(job: &Job) -> bool {
-    let dispatched = job.spec.as_ref().and_then(|s| s.managed_by.as_deref())
-        == Some(api::constants::controller_name::MULTIKUEUE);
-    !dispatched && job.status.as_ref().and_then(|s| s.active).unwrap_or(0) != 0
+    !is_dispatched(job) && job.status.as_ref().and_then(|s| s.active).unwrap_or(0) != 0
+}
+
+/// Whether the job is handed to MultiKueue (`spec.managedBy`): it runs on a worker, never here.
+pub fn is_dispatched(job: &Job) -> bool {
+    job.spec.as_ref().and_then(|s| s.managed_by.as_deref())
+        == Some(api::constants::controller_name::MULTIKUEUE)
 }
 
 /// Whether enough pods are ready or succeeded for waitForPodsReady: succeeded + ready + uncounted succeeded

@@ -377,11 +377,19 @@ impl Reconciler {
             current = new;
             progressed = true;
         }
-        if outcome.status_changed {
-            let mut cleared = current.clone();
-            if let Some(status) = cleared.status.as_mut() {
-                status.start_time = None;
+        // The status as the server has it now: a status copied from a worker (MultiKueue) may
+        // have changed it since `job` was read. kube-apiserver lets the template change only
+        // once the job has no start time and no active pods. A job handed to MultiKueue runs no
+        // pods here: its pod counts are a worker's copy, cleared with the start time.
+        let mut cleared = current.clone();
+        if let Some(status) = cleared.status.as_mut() {
+            status.start_time = None;
+            if jobs::is_dispatched(&current) {
+                status.active = None;
+                status.ready = None;
             }
+        }
+        if cleared.status != current.status {
             let Written::Ok(new) = self.writer.replace_status(&cleared).await? else {
                 return Ok(progressed);
             };
@@ -390,11 +398,19 @@ impl Reconciler {
             progressed = true;
         }
         let mut restored = current.clone();
-        if jobs::stop_job(&mut restored, pod_sets).spec_changed
-            && let Written::Ok(new) = self.writer.replace(&restored).await?
-        {
-            self.written_job(world, new);
-            progressed = true;
+        if jobs::stop_job(&mut restored, pod_sets).spec_changed {
+            match self.writer.replace(&restored).await {
+                Ok(Written::Ok(new)) => {
+                    self.written_job(world, new);
+                    progressed = true;
+                }
+                Ok(Written::Stale) => {}
+                // Pods still active: the Job controller's status update brings the job back.
+                Err(kube::Error::Api(status)) if status.code == 422 => {
+                    tracing::info!(job = %crate::state::key_of(&current), reason = %status.message, "the template is put back once the job's pods are gone");
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(progressed)
     }

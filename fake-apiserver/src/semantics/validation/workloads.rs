@@ -131,6 +131,7 @@ pub fn job(job: &Value, old: Option<&Value>) -> Vec<FieldCause> {
             ));
         }
         causes.extend(immutable_selector(spec, old_spec));
+        causes.extend(immutable_template(&spec["template"], old));
         let mode = |s: &Value| {
             s["completionMode"]
                 .as_str()
@@ -146,6 +147,95 @@ pub fn job(job: &Value, old: Option<&Value>) -> Vec<FieldCause> {
         }
     }
     causes
+}
+
+/// A Job's pod template is immutable, as kube-apiserver 1.37 decides it (with its default gates
+/// MutableSchedulingDirectivesForSuspendedJobs and MutablePodResourcesForSuspendedJobs): a job
+/// that is suspended, has no active pods and has never started (or carries `Suspended=True`) may
+/// change its scheduling directives (the template's labels and annotations, node selector,
+/// tolerations, node affinity and scheduling gates: what Kueue sets when it starts a job and puts
+/// back when it stops one) and its containers' resources; any other job, nothing.
+fn immutable_template(template: &Value, old: &Value) -> Option<FieldCause> {
+    let old_template = &old["spec"]["template"];
+    if template == old_template {
+        return None;
+    }
+    let suspended = old["spec"]["suspend"] == Value::Bool(true);
+    let suspended_condition = old["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Suspended" && c["status"] == "True");
+    let mutable = suspended
+        && (old["status"]["startTime"].is_null() || suspended_condition)
+        && old["status"]["active"].as_i64().unwrap_or(0) == 0;
+    let mut allowed = old_template.clone();
+    if mutable {
+        for path in [
+            &["metadata", "labels"][..],
+            &["metadata", "annotations"],
+            &["spec", "nodeSelector"],
+            &["spec", "tolerations"],
+            &["spec", "schedulingGates"],
+            &["spec", "affinity", "nodeAffinity"],
+        ] {
+            copy_path(template, &mut allowed, path);
+        }
+        // An affinity emptied by the copy is no affinity.
+        if allowed["spec"]["affinity"]
+            .as_object()
+            .is_some_and(|a| a.is_empty())
+            && template["spec"]["affinity"].is_null()
+            && let Some(spec) = allowed["spec"].as_object_mut()
+        {
+            spec.remove("affinity");
+        }
+        // Only the pod spec is compared then, containers' resources aside.
+        for list in ["containers", "initContainers"] {
+            // `get_mut`, not indexing: indexing a map would add the key.
+            let old = allowed["spec"].get_mut(list).and_then(Value::as_array_mut);
+            if let (Some(new), Some(old)) = (template["spec"][list].as_array(), old)
+                && new.len() == old.len()
+            {
+                for (n, o) in new.iter().zip(old.iter_mut()) {
+                    if n["name"] == o["name"] {
+                        copy_path(n, o, &["resources"]);
+                    }
+                }
+            }
+        }
+        return (template["spec"] != allowed["spec"]).then(|| {
+            invalid_rendered(
+                "spec.template.spec",
+                &go_json(&template["spec"]),
+                "field is immutable",
+            )
+        });
+    }
+    (template != &allowed)
+        .then(|| invalid_rendered("spec.template", &go_json(template), "field is immutable"))
+}
+
+/// Sets `path` in `to` to its value in `from` (removing it where `from` has none).
+fn copy_path(from: &Value, to: &mut Value, path: &[&str]) {
+    let value = path.iter().fold(from, |v, k| &v[*k]);
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut slot = to;
+    for key in parents {
+        if !slot[*key].is_object() {
+            slot[*key] = Value::Object(Default::default());
+        }
+        slot = &mut slot[*key];
+    }
+    match (value.is_null(), slot.as_object_mut()) {
+        (true, Some(map)) => {
+            map.remove(*last);
+        }
+        (false, _) => slot[*last] = value.clone(),
+        (true, None) => {}
+    }
 }
 
 /// The causes of a Job's status update (its `/status` subresource).

@@ -15,6 +15,7 @@ dual!(
     deployments_need_a_selector_matching_their_template,
     jobs_check_restart_policies_and_manual_selectors,
     a_running_jobs_start_time_cannot_be_cleared,
+    a_jobs_template_changes_only_while_suspended_and_never_started,
     services_check_ports_and_cluster_ips,
     pod_updates_may_only_change_images_and_a_few_fields,
 );
@@ -442,6 +443,78 @@ async fn a_running_jobs_start_time_cannot_be_cleared(env: Env) {
             "FieldValueInvalid status.startTime: Invalid value: null: field is immutable for unsuspended job once set"
         ]
     );
+}
+
+/// What Kueue's stop must respect: a Job's pod template is immutable, but while the job is
+/// suspended and has never started its scheduling directives may change.
+async fn a_jobs_template_changes_only_while_suspended_and_never_started(env: Env) {
+    let path = format!("/apis/batch/v1/namespaces/{}/jobs", env.ns);
+    let pod = json!({"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]});
+    let job = |name: &str, suspend: bool| json!({"metadata": {"name": name}, "spec": {"managedBy": "example.com/elsewhere", "suspend": suspend, "template": {"spec": pod}}});
+    // The value is Go's rendering of the internal type: only the field and the detail compare.
+    let immutable = |raw: &Raw, field: &str| {
+        let got = causes(raw);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with(&format!("FieldValueInvalid {field}: Invalid value: "))
+                && got[0].ends_with(": field is immutable"),
+            "{got:?}"
+        );
+    };
+    let directed = |job: &Value| {
+        let mut next = job.clone();
+        next["spec"]["template"]["spec"]["nodeSelector"] = json!({"zone": "a"});
+        next["spec"]["template"]["spec"]["tolerations"] =
+            json!([{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]);
+        next["spec"]["template"]["metadata"]["annotations"] = json!({"placed": "yes"});
+        next
+    };
+
+    let held = created(&send(&env, "POST", &path, job("held", true)).await).clone();
+    let placed = send(&env, "PUT", &format!("{path}/held"), directed(&held)).await;
+    let placed = created(&placed).clone();
+    assert_eq!(
+        placed["spec"]["template"]["spec"]["nodeSelector"],
+        json!({"zone": "a"})
+    );
+    let mut other_image = placed.clone();
+    other_image["spec"]["template"]["spec"]["containers"][0]["image"] = json!("alpine");
+    immutable(
+        &send(&env, "PUT", &format!("{path}/held"), other_image).await,
+        "spec.template.spec",
+    );
+
+    // Started: its scheduling directives are fixed too, suspended or not.
+    let mut started = created(&send(&env, "POST", &path, job("started", false)).await).clone();
+    started["status"] = json!({"startTime": "2026-01-01T00:00:00Z"});
+    let started =
+        created(&send(&env, "PUT", &format!("{path}/started/status"), started).await).clone();
+    immutable(
+        &send(&env, "PUT", &format!("{path}/started"), directed(&started)).await,
+        "spec.template",
+    );
+
+    // Suspended with a pod still active (a status copied from elsewhere): nothing may change.
+    let mut busy = created(&send(&env, "POST", &path, job("busy", true)).await).clone();
+    busy["status"] = json!({"active": 1});
+    let busy = created(&send(&env, "PUT", &format!("{path}/busy/status"), busy).await).clone();
+    immutable(
+        &send(&env, "PUT", &format!("{path}/busy"), directed(&busy)).await,
+        "spec.template",
+    );
+
+    // Kueue's stop: suspended, then its start time cleared, its directives may change again.
+    let mut suspended = started.clone();
+    suspended["spec"]["suspend"] = json!(true);
+    let mut suspended =
+        created(&send(&env, "PUT", &format!("{path}/started"), suspended).await).clone();
+    if let Some(status) = suspended["status"].as_object_mut() {
+        status.remove("startTime");
+    }
+    let cleared =
+        created(&send(&env, "PUT", &format!("{path}/started/status"), suspended).await).clone();
+    assert!(cleared["status"]["startTime"].is_null(), "{cleared}");
+    created(&send(&env, "PUT", &format!("{path}/started"), directed(&cleared)).await);
 }
 
 async fn services_check_ports_and_cluster_ips(env: Env) {
