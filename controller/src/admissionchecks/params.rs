@@ -42,3 +42,13 @@ pub fn config_name<'p>(
     }
     Ok(&params.name)
 }
+
+#[cfg(test)]
+/// A reference to the `kind` object `name` in `group`, for tests.
+pub fn reference(group: &str, kind: &str, name: &str) -> Option<AdmissionCheckParametersReference> {
+    Some(AdmissionCheckParametersReference {
+        api_group: group.into(),
+        kind: kind.into(),
+        name: name.into(),
+    })
+}

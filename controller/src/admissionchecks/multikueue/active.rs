@@ -137,16 +137,8 @@ pub async fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admissionchecks::params::GROUP;
+    use crate::admissionchecks::params::{GROUP, reference as params};
     use rstest::rstest;
-
-    fn params(group: &str, kind: &str, name: &str) -> Option<AdmissionCheckParametersReference> {
-        Some(AdmissionCheckParametersReference {
-            api_group: group.into(),
-            kind: kind.into(),
-            name: name.into(),
-        })
-    }
 
     fn mk() -> Option<AdmissionCheckParametersReference> {
         params(GROUP, KIND, "config")

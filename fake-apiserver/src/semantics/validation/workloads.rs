@@ -161,13 +161,8 @@ fn immutable_template(template: &Value, old: &Value) -> Option<FieldCause> {
         return None;
     }
     let suspended = old["spec"]["suspend"] == Value::Bool(true);
-    let suspended_condition = old["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == "Suspended" && c["status"] == "True");
     let mutable = suspended
-        && (old["status"]["startTime"].is_null() || suspended_condition)
+        && (old["status"]["startTime"].is_null() || suspended_status(old) == "True")
         && old["status"]["active"].as_i64().unwrap_or(0) == 0;
     let mut allowed = old_template.clone();
     if mutable {
@@ -245,19 +240,20 @@ pub fn job_status(job: &Value, old: &Value) -> Vec<FieldCause> {
 
 /// A running job's `status.startTime` stays once set (RejectStartTimeUpdateForUnsuspendedJob),
 /// unless the job resumes (its JobSuspended condition goes from True to False).
+/// The status of a Job's `Suspended` condition (`Null` without one).
+fn suspended_status(job: &Value) -> &Value {
+    job["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Suspended")
+        .map_or(&Value::Null, |c| &c["status"])
+}
+
 fn start_time_kept(job: &Value, old: &Value) -> Option<FieldCause> {
     let (new_start, old_start) = (&job["status"]["startTime"], &old["status"]["startTime"]);
     let suspended = job["spec"]["suspend"] == Value::Bool(true);
-    let suspended_condition = |j: &Value| {
-        j["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|c| c["type"] == "Suspended")
-            .map(|c| c["status"].clone())
-    };
-    let resuming = suspended_condition(old) == Some(Value::from("True"))
-        && suspended_condition(job) == Some(Value::from("False"));
+    let resuming = suspended_status(old) == "True" && suspended_status(job) == "False";
     if old_start.is_null() || new_start == old_start || suspended || resuming {
         return None;
     }
