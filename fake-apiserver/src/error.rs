@@ -71,6 +71,15 @@ impl FieldCause {
         }
     }
 
+    /// `Too long: may not be more than N bytes`, kube-apiserver's words for a size limit.
+    pub fn too_long(field: impl Into<String>, max_bytes: usize) -> Self {
+        FieldCause {
+            reason: CauseReason::TooLong,
+            field: field.into(),
+            message: format!("Too long: may not be more than {max_bytes} bytes"),
+        }
+    }
+
     pub fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> Self {
         let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
         FieldCause {

@@ -217,7 +217,13 @@ where
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let aggregated = discovery::wants_aggregated(accept);
+    // `/version`, `/api` and a group version's resource list serve GET only, as kube-apiserver's
+    // go-restful routes do; `/apis` and a group's versions answer any method.
+    let get_only = parts.method == Method::GET;
     let result = match route {
+        Route::Version | Route::CoreVersions if !get_only => {
+            Err(ApiError::method_not_allowed("a discovery document"))
+        }
         Route::Version => Ok(json_bytes_response(
             200,
             Bytes::from(encode::version_document(&discovery::version())),
@@ -245,9 +251,11 @@ where
             .map(|v| json_response(200, &v))
             .ok_or_else(|| discovery::not_served(&g)),
         Route::Resources { group, version } => {
-            discovery::resources(&shared.store(), &group, &version)
-                .map(|v| json_response(200, &v))
-                .ok_or_else(|| discovery::not_served(&group))
+            match discovery::resources(&shared.store(), &group, &version) {
+                None => Err(discovery::not_served(&group)),
+                Some(_) if !get_only => Err(ApiError::method_not_allowed("a resource list")),
+                Some(v) => Ok(json_response(200, &v)),
+            }
         }
         Route::Resource(path) => {
             let deprecated = (
@@ -390,8 +398,8 @@ fn decode_body(
             crate::semantics::meta::parse_json(body).map_err(|e| unrecognized(&e.to_string()))?
         }
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            let value: Value = serde_yaml::from_slice(body)
-                .map_err(|e| unrecognized(&go_decode::yaml_error(&e)))?;
+            let value = crate::semantics::yaml_depth::read(body, go_decode::yaml_error)
+                .map_err(|why| unrecognized(&why))?;
             if let Some(why) = go_decode::find_kind_error(value.to_string().as_bytes()) {
                 return Err(unrecognized(&why));
             }
@@ -981,8 +989,8 @@ fn delete_options_body(content_type: &str, body: &[u8]) -> ApiResult<Value> {
             serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?
         }
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
-            let value: Value =
-                serde_yaml::from_slice(body).map_err(|e| bad(go_decode::yaml_error(&e)))?;
+            let value =
+                crate::semantics::yaml_depth::read(body, go_decode::yaml_error).map_err(bad)?;
             if let Some(why) = go_decode::find_kind_error(value.to_string().as_bytes()) {
                 return Err(bad(why));
             }
@@ -1206,6 +1214,7 @@ async fn serve_resource(
                 opts.field_manager = query.get("fieldManager").unwrap_or("").to_string();
                 let exists = shared.store().get(&rt, &ns, &name).is_ok();
                 let force = query.flag("force");
+                let applied = crate::store::read_applied(body);
                 return written(
                     shared,
                     &rt,
@@ -1214,7 +1223,7 @@ async fn serve_resource(
                     Vec::new(),
                     |store| {
                         store
-                            .server_side_apply(&rt, &ns, &name, body, force, sub, &opts)
+                            .server_side_apply(&rt, &ns, &name, applied, force, sub, &opts)
                             .map(Answer::Uncommitted)
                     },
                 );
@@ -1229,6 +1238,10 @@ async fn serve_resource(
                         "may not be specified for non-apply patch",
                     )],
                 ));
+            }
+            // kube-apiserver checks that a patch is JSON at all before it looks for the object.
+            if serde_json::from_slice::<Value>(body).is_err() {
+                return Err(ApiError::bad_request("invalid JSON patch"));
             }
             written(shared, &rt, view, 200, Vec::new(), |store| {
                 store.patch_answer(&rt, &ns, &name, kind, body, sub, &opts)

@@ -344,11 +344,7 @@ pub fn validate_metadata(obj: &Value, rule: NameRule) -> Vec<FieldCause> {
             .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
             .sum();
         if size > 256 * 1024 {
-            causes.push(FieldCause {
-                reason: crate::error::CauseReason::TooLong,
-                field: "metadata.annotations".into(),
-                message: "Too long: may not be more than 262144 bytes".into(),
-            });
+            causes.push(FieldCause::too_long("metadata.annotations", 256 * 1024));
         }
     }
     if let Some(owners) = meta["ownerReferences"].as_array() {

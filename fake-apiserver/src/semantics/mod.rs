@@ -13,3 +13,4 @@ pub mod schema;
 pub mod selectors;
 pub mod strategic;
 pub mod validation;
+pub mod yaml_depth;

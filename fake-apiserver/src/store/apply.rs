@@ -104,7 +104,7 @@ impl Store {
         rt: &ResourceType,
         ns: &str,
         name: &str,
-        body: &[u8],
+        applied: Result<Value, String>,
         force: bool,
         sub: Subresource,
         opts: &WriteOptions,
@@ -120,9 +120,7 @@ impl Store {
                 )],
             ));
         }
-        let mut applied: Value = serde_yaml::from_slice(body).map_err(|e| {
-            ApiError::bad_request(format!("error encoding patch: {}", go_yaml_error(&e)))
-        })?;
+        let mut applied = applied.map_err(ApiError::bad_request)?;
         if !applied.is_object() || applied.get("metadata").is_some_and(|m| !m.is_object()) {
             return Err(ApiError::bad_request(
                 "an apply patch must be an object, with metadata an object",
@@ -264,6 +262,13 @@ impl Store {
 
 /// A YAML syntax error as go-yaml words it: `yaml: line N: <problem>`, N being the line of what
 /// was being parsed when there is one (go-yaml's context mark), else of the problem.
+/// An applied configuration read from its YAML, outside the store's lock (reading is the slow
+/// part of a large apply); the error is the whole message of the 400.
+pub fn read_applied(body: &[u8]) -> Result<Value, String> {
+    crate::semantics::yaml_depth::read(body, go_yaml_error)
+        .map_err(|why| format!("error encoding patch: {why}"))
+}
+
 fn go_yaml_error(e: &serde_yaml::Error) -> String {
     let text = e.to_string();
     let problem = text

@@ -26,6 +26,7 @@ use crate::clock::Clock;
 use crate::semantics::selectors::{FieldSelector, LabelSelector};
 use stored::Stored;
 
+pub use apply::read_applied;
 pub use observe::{ChangeFeed, Observed};
 pub use read::ListPage;
 pub use subresources::CsrWrite;

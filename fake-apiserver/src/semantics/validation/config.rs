@@ -8,6 +8,25 @@ use crate::error::FieldCause;
 
 const CONFIG_KEY_ERR: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
 const IMMUTABLE: &str = "field is immutable when `immutable` is set";
+/// The most a Secret's or a ConfigMap's data may hold (`core.MaxSecretSize`), counted in bytes of
+/// the values only, binary values decoded.
+pub const MAX_DATA_BYTES: usize = 1024 * 1024;
+
+/// How many bytes a map of values holds: strings as they are, or base64 decoded (a value that is
+/// not base64 was refused when decoding).
+fn data_bytes(obj: &Value, field: &str, base64: bool) -> usize {
+    let Some(map) = obj[field].as_object() else {
+        return 0;
+    };
+    map.values()
+        .filter_map(Value::as_str)
+        .map(|v| match base64 {
+            // Decoded size without decoding: 3 bytes per 4 characters, less the padding.
+            true => (v.len() / 4) * 3 - v.bytes().rev().take_while(|b| *b == b'=').count(),
+            false => v.len(),
+        })
+        .sum()
+}
 
 /// kube-apiserver's decoding writes `stringData` into `data` (base64, over the same key) and
 /// never stores it.
@@ -118,6 +137,9 @@ pub fn secret(obj: &Value, old: Option<&Value>) -> Vec<FieldCause> {
     for key in keys(obj, "data") {
         causes.extend(key_causes("data", &key));
     }
+    if data_bytes(obj, "data", true) > MAX_DATA_BYTES {
+        causes.push(FieldCause::too_long("data", MAX_DATA_BYTES));
+    }
     let data = obj["data"].as_object();
     let has = |k: &str| data.is_some_and(|d| d.contains_key(k));
     let required = |k: &str| FieldCause::required(format!("data[{k}]"), "");
@@ -223,6 +245,10 @@ pub fn config_map(obj: &Value, old: Option<&Value>) -> Vec<FieldCause> {
     }
     for key in keys(obj, "binaryData") {
         causes.extend(key_causes("binaryData", &key));
+    }
+    if data_bytes(obj, "data", false) + data_bytes(obj, "binaryData", true) > MAX_DATA_BYTES {
+        // Go's empty field path, which refers to the whole object, prints as `[]`.
+        causes.push(FieldCause::too_long("[]", MAX_DATA_BYTES));
     }
     causes
 }

@@ -8,6 +8,7 @@ use super::{Env, Raw, assert_status, dual};
 
 dual!(
     malformed_bodies_are_refused_in_the_decoders_words,
+    bodies_nested_a_million_deep_are_refused,
     a_body_of_another_kind_or_version_is_refused_as_the_scheme_refuses_it,
     wrongly_typed_fields_of_a_create_or_update_are_named_as_go_names_them,
     names_and_resource_versions_that_cannot_be_read,
@@ -59,6 +60,50 @@ fn causes(raw: &Raw) -> Vec<(String, String)> {
 }
 
 const FIND_KIND: &str = "struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }";
+
+/// Nesting beyond what the decoders read is a 400 on every body type. kube-apiserver reads up to
+/// 10,000 levels, the fake 128; both refuse a million, and the fake in one linear pass (libyaml
+/// alone took seconds).
+async fn bodies_nested_a_million_deep_are_refused(env: Env) {
+    let deep = format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000));
+    let yaml = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata: {deep}\n");
+    let json = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"deep"}},"data":{deep}}}"#
+    );
+    let one = format!("{}/deep", configmaps(&env));
+    let cases = [
+        (
+            "POST",
+            configmaps(&env),
+            "application/yaml",
+            &yaml,
+            "yaml: line 5: exceeded max depth of ",
+        ),
+        ("POST", configmaps(&env), "application/json", &json, ""),
+        (
+            "PATCH",
+            format!("{one}?fieldManager=m"),
+            "application/apply-patch+yaml",
+            &yaml,
+            "error encoding patch: yaml: line 5: exceeded max depth of ",
+        ),
+        (
+            "PATCH",
+            one.clone(),
+            "application/merge-patch+json",
+            &json,
+            "",
+        ),
+    ];
+    for (method, path, media, body, message) in cases {
+        let raw = env.raw(method, &path, media, body.as_str()).await;
+        assert_eq!(raw.code, 400, "{media}: {}", raw.text);
+        assert_status(&raw, 400, "BadRequest");
+        let said = raw.body["message"].as_str().unwrap_or("");
+        assert!(said.contains(message), "{media}: {said}");
+    }
+    assert_eq!(get(&env, &one).await.code, 404, "nothing was written");
+}
 
 async fn malformed_bodies_are_refused_in_the_decoders_words(env: Env) {
     let json = "application/json";
@@ -490,6 +535,22 @@ async fn routing_errors(env: Env) {
         "the server does not allow this method on the requested resource"
     );
     assert_eq!(get(&env, "/api/v1/namespaces/default").await.code, 200);
+    // Discovery documents served by GET alone refuse every other method; `/apis` and a group's
+    // versions answer any.
+    for method in ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
+        for path in ["/version", "/api", "/api/v1", "/apis/batch/v1"] {
+            let raw = env.raw(method, path, "application/json", "{}").await;
+            assert_status(&raw, 405, "MethodNotAllowed");
+            assert_eq!(raw.body["details"], json!({}), "{method} {path}");
+        }
+        for path in ["/apis", "/apis/batch"] {
+            let raw = env.raw(method, path, "application/json", "{}").await;
+            assert_eq!(raw.code, 200, "{method} {path}: {}", raw.text);
+        }
+        // A group version nobody serves is not found whatever the method.
+        let raw = env.raw(method, "/apis/example.com/v1", "", "").await;
+        assert_eq!(raw.code, 404, "{method}: {}", raw.text);
+    }
 }
 
 async fn pretty_answers_are_indented(env: Env) {

@@ -8,6 +8,7 @@ use super::{Env, Raw, assert_status, dual};
 dual!(
     secrets_merge_string_data_and_check_keys_types_and_immutability,
     config_maps_check_keys_and_immutability,
+    secrets_and_config_maps_hold_at_most_a_mebibyte,
     nodes_check_taints_and_pod_cidrs,
     leases_check_ranges_and_microtimes,
     events_check_their_fields_per_api_version,
@@ -136,6 +137,32 @@ async fn secrets_merge_string_data_and_check_keys_types_and_immutability(env: En
     )
     .await;
     created(&same);
+}
+
+/// `core.MaxSecretSize`: values only (keys do not count), binary values decoded; a ConfigMap's
+/// `data` and `binaryData` together.
+async fn secrets_and_config_maps_hold_at_most_a_mebibyte(env: Env) {
+    use base64::Engine;
+    const MIB: usize = 1024 * 1024;
+    let b64 = |n: usize| base64::engine::general_purpose::STANDARD.encode(vec![7u8; n]);
+    let configmaps = format!("/api/v1/namespaces/{}/configmaps", env.ns);
+    let secrets = format!("/api/v1/namespaces/{}/secrets", env.ns);
+    let full = json!({"metadata": {"name": "full"}, "data": {"long-key-names-do-not-count": "x".repeat(MIB - 10)}, "binaryData": {"b": b64(10)}});
+    created(&send(&env, "POST", &configmaps, full).await);
+    let over = json!({"metadata": {"name": "over"}, "data": {"a": "x".repeat(MIB - 10)}, "binaryData": {"b": b64(11)}});
+    assert_eq!(
+        causes(&send(&env, "POST", &configmaps, over).await),
+        ["FieldValueTooLong []: Too long: may not be more than 1048576 bytes"]
+    );
+    let full =
+        json!({"metadata": {"name": "full"}, "data": {"a": b64(MIB / 2), "b": b64(MIB / 2)}});
+    created(&send(&env, "POST", &secrets, full).await);
+    // stringData counts once merged into data.
+    let over = json!({"metadata": {"name": "over"}, "data": {"a": b64(MIB / 2)}, "stringData": {"b": "y".repeat(MIB / 2 + 1)}});
+    assert_eq!(
+        causes(&send(&env, "POST", &secrets, over).await),
+        ["FieldValueTooLong data: Too long: may not be more than 1048576 bytes"]
+    );
 }
 
 async fn config_maps_check_keys_and_immutability(env: Env) {
