@@ -30,9 +30,10 @@ pub mod http;
 pub mod semantics;
 pub mod server;
 pub mod store;
+pub mod tls;
 
 pub use clock::Clock;
 pub use error::ApiError;
 pub use faults::{FaultRule, Faults, Verb};
-pub use server::{Builder, FakeApiServer, StartError, TcpServer};
+pub use server::{Builder, FakeApiServer, Security, StartError, TcpServer};
 pub use store::{ChangeFeed, ChangeType, Observed};

@@ -2,21 +2,35 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Parser;
-use fake_apiserver::FakeApiServer;
+use fake_apiserver::{FakeApiServer, Security};
 
-/// An in-process fake Kubernetes API server, served over plain HTTP.
+/// An in-process fake Kubernetes API server, served over TCP.
 ///
-/// Prints the bound address on stdout, writes a kubeconfig for kubectl and kube-rs, and runs until
-/// SIGINT or SIGTERM.
+/// Prints the bound address on stdout, writes a kubeconfig for kubectl and kube-rs (readable by
+/// its owner only), and runs until SIGINT or SIGTERM. By default it serves plain HTTP without
+/// authentication on loopback; `--tls` and `--token` lock it.
 #[derive(Parser)]
 #[command(name = "fake-apiserver", version)]
 struct Args {
-    /// Address to listen on (port 0 picks a free port). Loopback unless you say otherwise.
+    /// Address to listen on (port 0 picks a free port). Anything but loopback needs
+    /// --allow-remote.
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
+    /// Let --listen name an address other hosts can reach (prints a warning).
+    #[arg(long)]
+    allow_remote: bool,
+    /// Serve HTTPS with a certificate made at start, signed by the cluster's root CA; the
+    /// kubeconfig trusts that CA.
+    #[arg(long)]
+    tls: bool,
+    /// Require a bearer token, made at start and written into the kubeconfig: a request without
+    /// it (or a ServiceAccount token this server issued) gets 401 Unauthorized.
+    #[arg(long)]
+    token: bool,
     /// Where to write the kubeconfig.
     #[arg(long)]
     kubeconfig_out: PathBuf,
@@ -25,6 +39,9 @@ struct Args {
     crds: Vec<PathBuf>,
 }
 
+/// How long a stop waits for open requests before the process exits anyway.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
@@ -32,12 +49,41 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
+    let stop = stop_signal()?;
+    let ip = args.listen.ip();
+    if !ip.is_loopback() {
+        if !args.allow_remote {
+            bail!(
+                "refusing to listen on {}: other hosts could reach it; pass --allow-remote to mean it (and --tls --token to lock it)",
+                args.listen
+            );
+        }
+        let open = if args.tls && args.token {
+            ""
+        } else {
+            " without --tls and --token: anyone who reaches it can read and change everything"
+        };
+        eprintln!(
+            "warning: fake-apiserver is listening on {}, which other hosts can reach{open}",
+            args.listen
+        );
+    }
     let mut builder = FakeApiServer::builder();
     for dir in &args.crds {
         builder = builder.crds_dir(dir)?;
     }
     let server = builder.build()?;
-    let tcp = server.serve_tcp(args.listen).await?;
+    let security = Security {
+        tls: args.tls,
+        token: match args.token {
+            true => Some(
+                fake_apiserver::http::auth::generate_token()
+                    .map_err(|_| anyhow::anyhow!("the system's random generator failed"))?,
+            ),
+            false => None,
+        },
+    };
+    let tcp = server.serve(args.listen, security).await?;
     tcp.write_kubeconfig(&args.kubeconfig_out)
         .with_context(|| {
             format!(
@@ -51,16 +97,28 @@ async fn main() -> anyhow::Result<()> {
         tcp.url(),
         args.kubeconfig_out.display()
     );
-    wait_for_signal().await?;
+    stop.await?;
     tcp.shutdown().await;
-    Ok(())
+    std::process::exit(0);
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r?,
-        _ = term.recv() => {}
-    }
-    Ok(())
+/// Waits for SIGINT or SIGTERM on a thread of its own, not on the runtime: a runtime whose
+/// workers are all busy (a large body being parsed, say) would notice a signal only when the work
+/// ends. After a signal the process exits within [`STOP_GRACE`], whatever is still running.
+fn stop_signal() -> anyhow::Result<tokio::sync::oneshot::Receiver<()>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .context("listening for SIGINT and SIGTERM")?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            let _ = tx.send(());
+            std::thread::sleep(STOP_GRACE);
+            eprintln!(
+                "fake-apiserver: requests still running after {STOP_GRACE:?}; exiting anyway"
+            );
+            std::process::exit(0);
+        }
+    });
+    Ok(rx)
 }

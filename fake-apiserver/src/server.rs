@@ -45,6 +45,32 @@ pub enum StartError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error("serving {addr} over TLS: {source}")]
+    Tls {
+        addr: SocketAddr,
+        source: crate::tls::TlsError,
+    },
+}
+
+/// How a TCP endpoint is secured. The default is plain HTTP that anyone who reaches the port may
+/// use, which is why endpoints bind loopback unless told otherwise.
+#[derive(Debug, Clone, Default)]
+pub struct Security {
+    /// Serve HTTPS, with a certificate made at start and signed by the cluster's root CA.
+    pub tls: bool,
+    /// Require `Authorization: Bearer <token>` with this token (or a ServiceAccount token this
+    /// server issued); anything else gets a 401 `Status`.
+    pub token: Option<String>,
+}
+
+impl Security {
+    /// HTTPS and a bearer token made from 32 random bytes.
+    pub fn locked() -> Result<Self, ring::error::Unspecified> {
+        Ok(Security {
+            tls: true,
+            token: Some(crate::http::auth::generate_token()?),
+        })
+    }
 }
 
 /// Configures a [`FakeApiServer`].
@@ -152,6 +178,7 @@ impl FakeApiServer {
     pub fn service(&self) -> ApiService {
         ApiService {
             shared: self.shared.clone(),
+            auth: None,
         }
     }
 
@@ -230,8 +257,26 @@ impl FakeApiServer {
         Ok(count)
     }
 
-    /// Serve this server on TCP (plain HTTP) until the returned handle is shut down or dropped.
+    /// Serve this server on TCP (plain HTTP, no authentication) until the returned handle is shut
+    /// down or dropped.
     pub async fn serve_tcp(&self, addr: SocketAddr) -> Result<TcpServer, StartError> {
+        self.serve(addr, Security::default()).await
+    }
+
+    /// Serve this server on TCP, secured as `security` says, until the returned handle is shut
+    /// down or dropped.
+    pub async fn serve(
+        &self,
+        addr: SocketAddr,
+        security: Security,
+    ) -> Result<TcpServer, StartError> {
+        let tls = match security.tls {
+            true => Some(
+                crate::tls::serving(addr.ip())
+                    .map_err(|source| StartError::Tls { addr, source })?,
+            ),
+            false => None,
+        };
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| StartError::Bind { addr, source })?;
@@ -239,11 +284,18 @@ impl FakeApiServer {
             .local_addr()
             .map_err(|source| StartError::Bind { addr, source })?;
         let (stop_tx, stop_rx) = watch::channel(false);
-        let service = self.service();
+        let mut service = self.service();
+        service.auth = security
+            .token
+            .clone()
+            .map(|t| Arc::new(crate::http::auth::Authenticator::new(t)));
         let faults = self.shared.faults.clone();
-        let task = tokio::spawn(accept_loop(listener, service, faults, stop_rx));
+        let acceptor = tls.as_ref().map(|t| t.acceptor.clone());
+        let task = tokio::spawn(accept_loop(listener, service, acceptor, faults, stop_rx));
         Ok(TcpServer {
             addr: local,
+            ca_pem: tls.map(|t| t.ca_pem),
+            token: security.token,
             stop: stop_tx,
             task: Some(task),
         })
@@ -253,6 +305,7 @@ impl FakeApiServer {
 async fn accept_loop(
     listener: TcpListener,
     service: ApiService,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     faults: Faults,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -269,9 +322,22 @@ async fn accept_loop(
                     continue;
                 }
                 let svc = TowerToHyperService::new(service.clone());
+                let tls = tls.clone();
                 connections.spawn(async move {
                     let builder = auto::Builder::new(TokioExecutor::new());
-                    if let Err(e) = builder.serve_connection(TokioIo::new(stream), svc).await {
+                    let served = match tls {
+                        // The handshake runs in the connection's task, so a slow client holds
+                        // up only itself.
+                        Some(tls) => match tls.accept(stream).await {
+                            Ok(stream) => builder.serve_connection(TokioIo::new(stream), svc).await,
+                            Err(e) => {
+                                tracing::debug!(%e, "TLS handshake failed");
+                                return;
+                            }
+                        },
+                        None => builder.serve_connection(TokioIo::new(stream), svc).await,
+                    };
+                    if let Err(e) = served {
                         tracing::debug!(%e, "connection ended");
                     }
                 });
@@ -285,6 +351,10 @@ async fn accept_loop(
 /// A running TCP endpoint of a [`FakeApiServer`]. Dropping it stops serving.
 pub struct TcpServer {
     addr: SocketAddr,
+    /// The CA to trust, when serving HTTPS.
+    ca_pem: Option<String>,
+    /// The bearer token requests need, if any.
+    token: Option<String>,
     stop: watch::Sender<bool>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -295,24 +365,61 @@ impl TcpServer {
     }
 
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.ca_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
-    /// A kubeconfig that kubectl and kube-rs accept, pointing at this endpoint.
+    /// The bearer token requests need, if the endpoint requires one.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// The PEM of the CA that signed the serving certificate, when serving HTTPS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
+    /// A kubeconfig that kubectl and kube-rs accept, pointing at this endpoint with its CA and
+    /// token. It holds a credential when the endpoint needs one: keep it private.
     pub fn kubeconfig(&self) -> String {
+        use base64::Engine;
+        let ca = self.ca_pem.as_ref().map_or(String::new(), |pem| {
+            let data = base64::engine::general_purpose::STANDARD.encode(pem);
+            format!("    certificate-authority-data: {data}\n")
+        });
+        let user = self
+            .token
+            .as_ref()
+            .map_or("{}".to_string(), |t| format!("\n    token: {t}"));
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: tollgate\n  cluster:\n    server: {}\ncontexts:\n- name: tollgate\n  context:\n    cluster: tollgate\n    user: tollgate\n    namespace: default\ncurrent-context: tollgate\nusers:\n- name: tollgate\n  user: {{}}\npreferences: {{}}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: tollgate\n  cluster:\n    server: {}\n{ca}contexts:\n- name: tollgate\n  context:\n    cluster: tollgate\n    user: tollgate\n    namespace: default\ncurrent-context: tollgate\nusers:\n- name: tollgate\n  user: {user}\npreferences: {{}}\n",
             self.url()
         )
     }
 
-    /// Write the kubeconfig to `path` (atomically: a temporary file renamed into place).
+    /// Write the kubeconfig to `path`, readable by its owner only (it may hold the token), and
+    /// atomically: a temporary file renamed into place.
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, self.kubeconfig())?;
+        // A leftover temporary file would keep its old permissions.
+        let _ = std::fs::remove_file(&tmp);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(self.kubeconfig().as_bytes())?;
+        file.sync_all()?;
         std::fs::rename(&tmp, path)
     }
 

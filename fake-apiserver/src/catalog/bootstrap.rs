@@ -75,14 +75,25 @@ pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
 pub const ROOT_CA_KEY: &str = "ca.crt";
 const ROOT_CA_DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 
-/// The PEM of the cluster's root CA: a self-signed CA made once per process (the fake serves plain
-/// HTTP, so no server certificate chains to it; clients only read it).
-pub fn root_ca_pem() -> &'static str {
-    static PEM: OnceLock<String> = OnceLock::new();
-    PEM.get_or_init(|| make_ca().unwrap_or_default())
+/// The cluster's root CA: made once per process. It signs the serving certificate of a TLS
+/// endpoint, so clients in pods could verify the server with `kube-root-ca.crt` as on a cluster.
+pub struct RootCa {
+    pub pem: String,
+    pub issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
 }
 
-fn make_ca() -> Option<String> {
+/// The root CA, or `None` if it could not be made (logged; then nothing is served over TLS).
+pub fn root_ca() -> Option<&'static RootCa> {
+    static CA: OnceLock<Option<RootCa>> = OnceLock::new();
+    CA.get_or_init(make_ca).as_ref()
+}
+
+/// The PEM of the cluster's root CA.
+pub fn root_ca_pem() -> &'static str {
+    root_ca().map_or("", |ca| ca.pem.as_str())
+}
+
+fn make_ca() -> Option<RootCa> {
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new())
         .inspect_err(|e| tracing::error!(%e, "root CA parameters"))
         .ok()?;
@@ -98,11 +109,13 @@ fn make_ca() -> Option<String> {
     let key = rcgen::KeyPair::generate()
         .inspect_err(|e| tracing::error!(%e, "root CA key"))
         .ok()?;
-    let cert = params
-        .self_signed(&key)
+    let issuer = rcgen::CertifiedIssuer::self_signed(params, key)
         .inspect_err(|e| tracing::error!(%e, "root CA certificate"))
         .ok()?;
-    Some(cert.pem())
+    Some(RootCa {
+        pem: issuer.pem(),
+        issuer,
+    })
 }
 
 /// The `kube-root-ca.crt` ConfigMap of a namespace, as the publisher writes it.

@@ -1,6 +1,7 @@
 //! The HTTP adapter: one `tower::Service` that serves the store. `kube::Client` uses it directly
 //! in-process (no socket); the TCP server wraps the same service for kubectl and other processes.
 
+pub mod auth;
 mod discovery;
 pub(crate) mod encode;
 mod openapi;
@@ -60,6 +61,8 @@ impl Shared {
 #[derive(Clone)]
 pub struct ApiService {
     pub(crate) shared: Arc<Shared>,
+    /// Who may call: everyone in-process; a TCP endpoint may require a bearer token.
+    pub(crate) auth: Option<Arc<auth::Authenticator>>,
 }
 
 impl<B> tower::Service<Request<B>> for ApiService
@@ -77,12 +80,16 @@ where
 
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let shared = self.shared.clone();
+        let auth = self.auth.clone();
         Box::pin(async move {
             if shared.faults.is_partitioned() {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::ConnectionRefused,
                     "partitioned by a fault",
                 ));
+            }
+            if let Some(Err(e)) = auth.map(|a| a.check(&shared, req.headers())) {
+                return Ok(error_response(&e));
             }
             Ok(handle(shared, req).await)
         })

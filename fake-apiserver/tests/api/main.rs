@@ -12,6 +12,7 @@ mod fidelity;
 mod kubectl;
 mod python_client;
 mod runtime;
+mod security;
 mod tcp;
 mod validation;
 mod watch_fanout;

@@ -63,8 +63,18 @@ fn python() -> Option<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_client_watches_and_force_applies() {
+    python_client_against(Served::start().await).await;
+}
+
+/// The same over HTTPS with a bearer token: the client takes the CA and the token from the
+/// kubeconfig.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_works_over_tls_with_a_token() {
+    python_client_against(Served::start_locked().await).await;
+}
+
+async fn python_client_against(served: Served) {
     let Some(python) = python() else { return };
-    let served = Served::start().await;
     let kubeconfig = served.kubeconfig();
     let script = workspace().join("tools/python-client/watch_and_apply.py");
     let out = tokio::task::spawn_blocking(move || {

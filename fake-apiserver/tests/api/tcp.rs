@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-async fn client_from(path: &Path) -> kube::Client {
+pub(crate) async fn client_from(path: &Path) -> kube::Client {
     let kc = Kubeconfig::read_from(path).expect("kubeconfig readable");
     let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
         .await
@@ -19,17 +19,26 @@ async fn client_from(path: &Path) -> kube::Client {
 /// A server on real time, served on loopback with its kubeconfig written to a temporary directory.
 pub(crate) struct Served {
     pub(crate) server: fake_apiserver::FakeApiServer,
-    _tcp: fake_apiserver::TcpServer,
+    tcp: fake_apiserver::TcpServer,
     dir: tempfile::TempDir,
 }
 
 impl Served {
     pub(crate) async fn start() -> Self {
+        Self::start_with(fake_apiserver::Security::default()).await
+    }
+
+    /// Served over HTTPS with a bearer token (both in the kubeconfig).
+    pub(crate) async fn start_locked() -> Self {
+        Self::start_with(fake_apiserver::Security::locked().expect("a token")).await
+    }
+
+    pub(crate) async fn start_with(security: fake_apiserver::Security) -> Self {
         let server = fake_apiserver::FakeApiServer::builder()
             .build()
             .expect("server");
         let tcp = server
-            .serve_tcp("127.0.0.1:0".parse().expect("addr"))
+            .serve("127.0.0.1:0".parse().expect("addr"), security)
             .await
             .expect("serve");
         let dir = tempfile::tempdir().expect("tempdir");
@@ -37,9 +46,13 @@ impl Served {
             .expect("write kubeconfig");
         Served {
             server,
-            _tcp: tcp,
+            tcp,
             dir,
         }
+    }
+
+    pub(crate) fn token(&self) -> Option<&str> {
+        self.tcp.token()
     }
 
     pub(crate) fn kubeconfig(&self) -> std::path::PathBuf {
@@ -67,7 +80,7 @@ pub(crate) fn kubectl() -> Option<&'static str> {
     None
 }
 
-fn run_kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+pub(crate) fn run_kubectl(kubeconfig: &Path, args: &[&str]) -> String {
     let out = Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kubeconfig)

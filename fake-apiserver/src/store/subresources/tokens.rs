@@ -308,6 +308,14 @@ impl Store {
         }))
     }
 
+    /// The user a bearer token authenticates as when sent to this server: a ServiceAccount token
+    /// it issued, for its own audience, unexpired and still bound to live objects.
+    pub fn service_account_user(&self, token: &str) -> Option<Value> {
+        self.authenticate(token, &[ISSUER.to_string()])
+            .ok()
+            .map(|status| status["user"].clone())
+    }
+
     fn authenticate(&self, token: &str, wanted: &[String]) -> Result<Value, Option<String>> {
         let claims = self.extras.tokens.verify(token)?;
         let auds: Vec<&str> = claims["aud"]
