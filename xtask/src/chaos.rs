@@ -1,6 +1,8 @@
-//! `cargo xtask chaos --multikueue`: many seeds of the MultiKueue chaos run (e2e/src/chaos.rs) in
-//! an optimised build. The runs are the `many_seeds` test of e2e/tests/multikueue_chaos.rs,
-//! ignored in ordinary test runs; it prints the summary and each failing seed with its steps.
+//! `cargo xtask chaos`: the long runs under faults and load, in an optimised build.
+//! - `--multikueue`: many seeds of the MultiKueue chaos run (e2e/src/chaos.rs), the `many_seeds`
+//!   test of e2e/tests/multikueue_chaos.rs, ignored in ordinary test runs; it prints the summary
+//!   and each failing seed with its steps.
+//! - `--apiserver`: the load tests of fake-apiserver/tests/api/load.rs at full size.
 
 use std::process::Command as Process;
 
@@ -38,10 +40,36 @@ pub fn command(mut cargo: Process, seeds: &Seeds) -> Process {
     cargo
 }
 
-/// Only MultiKueue has a chaos run so far: say so rather than run nothing.
-pub fn check(multikueue: bool) -> anyhow::Result<()> {
-    if !multikueue {
-        bail!("say what to run: `cargo xtask chaos --multikueue` (the only chaos run so far)");
+/// The full-size load on the API servers (fake-apiserver/tests/api/load.rs): 64 clients making
+/// 1,000 operations each on shared objects, with 20 watchers, on the served fake and on the
+/// reference control plane, each printing its figures.
+pub fn apiserver_load(mut cargo: Process) -> Process {
+    cargo
+        .args([
+            "test",
+            "--release",
+            "--quiet",
+            "--package",
+            "fake-apiserver",
+            "--test",
+            "api",
+            "--",
+            "load::",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("TOLLGATE_LOAD_FULL", "1")
+        .env("TOLLGATE_REQUIRE_CONTROL_PLANE", "1");
+    cargo
+}
+
+/// Say what to run rather than run nothing.
+pub fn check(multikueue: bool, apiserver: bool) -> anyhow::Result<()> {
+    if !multikueue && !apiserver {
+        bail!(
+            "say what to run: `cargo xtask chaos --multikueue` (seeded MultiKueue runs) and/or `--apiserver` (the load on the API servers)"
+        );
     }
     Ok(())
 }
@@ -93,9 +121,26 @@ mod tests {
     }
 
     #[test]
-    fn without_multikueue_it_says_what_to_run() {
-        let error = check(false).expect_err("nothing to run");
+    fn without_a_run_it_says_what_to_run() {
+        let error = check(false, false).expect_err("nothing to run");
         assert!(error.to_string().contains("--multikueue"));
-        assert!(check(true).is_ok());
+        assert!(error.to_string().contains("--apiserver"));
+        assert!(check(true, false).is_ok() && check(false, true).is_ok());
+    }
+
+    #[test]
+    fn the_apiserver_load_runs_full_size_on_both_servers() {
+        let cmd = apiserver_load(Process::new("cargo"));
+        let mut env = env_of(&cmd);
+        env.sort();
+        assert_eq!(
+            env,
+            [
+                ("TOLLGATE_LOAD_FULL".into(), "1".into()),
+                ("TOLLGATE_REQUIRE_CONTROL_PLANE".into(), "1".into())
+            ]
+        );
+        let args: Vec<_> = cmd.get_args().filter_map(|a| a.to_str()).collect();
+        assert!(args.contains(&"--release") && args.contains(&"load::"));
     }
 }

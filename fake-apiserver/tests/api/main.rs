@@ -10,6 +10,7 @@ mod dual;
 mod faults;
 mod fidelity;
 mod kubectl;
+mod load;
 mod python_client;
 mod runtime;
 mod security;
