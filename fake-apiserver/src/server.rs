@@ -101,6 +101,13 @@ impl Builder {
         self
     }
 
+    /// How many changes a watcher may fall behind before it is cut off (its stream ends and it
+    /// must watch again), so that a watcher that stops reading cannot hold memory without limit.
+    pub fn watcher_buffer(mut self, changes: usize) -> Self {
+        self.config.watcher_buffer = changes.max(1);
+        self
+    }
+
     /// Install the CustomResourceDefinitions in this YAML (one or more documents) at start.
     /// `origin` names the source in errors.
     pub fn crds_yaml(mut self, origin: impl Into<String>, yaml: impl Into<String>) -> Self {

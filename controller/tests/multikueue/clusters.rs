@@ -278,8 +278,49 @@ async fn a_cluster_whose_file_is_under_the_kubeconfig_directory_is_active() {
     );
 }
 
+/// Everything logged, at every level, while it lives (on this thread: the test's runtime).
+struct CapturedLogs {
+    text: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    _guard: tracing::subscriber::DefaultGuard,
+}
+
+impl CapturedLogs {
+    fn start() -> Self {
+        #[derive(Clone)]
+        struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let text = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = Sink(text.clone());
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || sink.clone())
+            .finish();
+        CapturedLogs {
+            text,
+            _guard: tracing::subscriber::set_default(subscriber),
+        }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.text.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn kubeconfigs_that_cannot_be_used_are_refused_until_their_secret_is_fixed() {
+    let logs = CapturedLogs::start();
     let mut world = World::new(&["worker-1"]).await;
     let host = host_of("worker-1");
     world.cluster("worker-1", "worker-1", "Secret").await;
@@ -318,6 +359,19 @@ async fn kubeconfigs_that_cannot_be_used_are_refused_until_their_secret_is_fixed
     world.pass(Duration::from_secs(1)).await;
     assert_eq!(world.active_of_cluster("worker-1").await, connected());
     no_secret_in_conditions_or_events(&world);
+    // Nor in anything logged, at any level, by the manager, the clients or the servers.
+    let logged = logs.text();
+    assert!(logged.contains("worker-1"), "the logs were captured");
+    for secret in [TOKEN, CA_DATA] {
+        assert!(
+            !logged.contains(secret),
+            "a kubeconfig's contents in the logs: {}",
+            logged
+                .lines()
+                .find(|l| l.contains(secret))
+                .unwrap_or_default()
+        );
+    }
 }
 
 /// What a `ClientConnectionFailed` message says of the attempts made and the next one, relative to

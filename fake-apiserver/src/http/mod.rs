@@ -169,15 +169,24 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let (parts, body) = req.into_parts();
+    let Some(path) = route::decode_path(parts.uri.path()) else {
+        // Go's HTTP server answers a malformed URL itself, in plain text, and hangs up.
+        let mut resp = text_response(400, "400 Bad Request");
+        resp.headers_mut().insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+        return resp;
+    };
     let mut query = Query::parse(parts.uri.query());
     let legacy_watch = match parts.method {
-        Method::GET => route::legacy_watch(parts.uri.path(), &mut query),
+        Method::GET => route::legacy_watch(&path, &mut query),
         _ => None,
     };
     let route = match legacy_watch {
         Some(Ok(route)) => route,
         Some(Err(e)) => return error_response(&e),
-        None => route::route(parts.uri.path()),
+        None => route::route(&path),
     };
     let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
         Ok(b) => b.to_bytes(),

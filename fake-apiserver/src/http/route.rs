@@ -41,6 +41,24 @@ pub enum Route {
     NotFound,
 }
 
+/// A request path with its percent escapes decoded, as Go's URL parsing gives handlers their
+/// path (`%61` is `a`, `%2F` a separator). `None` for an escape that is not `%` and two hex digits,
+/// which Go's HTTP server refuses before any handler sees it.
+pub fn decode_path(raw: &str) -> Option<String> {
+    let bytes = raw.as_bytes();
+    let well_formed = bytes.iter().enumerate().all(|(i, b)| {
+        *b != b'%'
+            || bytes
+                .get(i + 1..i + 3)
+                .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    well_formed.then(|| {
+        percent_encoding::percent_decode_str(raw)
+            .decode_utf8_lossy()
+            .into_owned()
+    })
+}
+
 pub fn route(path: &str) -> Route {
     let segs: Vec<&str> = path
         .trim_matches('/')
@@ -180,6 +198,18 @@ pub fn custom_resource_miss(rt: &ResourceType, path: &ResourcePath) -> Option<Ap
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_are_percent_decoded_and_malformed_escapes_refused() {
+        assert_eq!(
+            decode_path("/api/v1/namespaces/%64efault").as_deref(),
+            Some("/api/v1/namespaces/default")
+        );
+        assert_eq!(decode_path("/a%2Fb").as_deref(), Some("/a/b"));
+        for bad in ["/api/%zz", "/api/%4", "/api/%"] {
+            assert_eq!(decode_path(bad), None, "{bad}");
+        }
+    }
 
     fn rp(
         group: &str,

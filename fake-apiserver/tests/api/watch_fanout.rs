@@ -50,3 +50,54 @@ async fn every_watcher_gets_every_event_in_order() {
         assert_eq!(seen, names);
     }
 }
+
+/// Over TCP, a client that opens a watch and never reads it is cut off once the socket's buffers
+/// and its own queue are full, however long the writes go on: what the server holds for it is
+/// bounded by `watcher_buffer` changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tcp_watcher_that_stops_reading_is_cut_off() {
+    use tokio::io::AsyncWriteExt;
+    let server = fake_apiserver::FakeApiServer::builder()
+        .history_limit(50)
+        .watcher_buffer(10)
+        .build()
+        .expect("server");
+    let tcp = server
+        .serve_tcp("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("served");
+    let mut stalled = tokio::net::TcpStream::connect(tcp.addr())
+        .await
+        .expect("connect");
+    stalled
+        .write_all(b"GET /api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("watch sent");
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    // Wait for the watch to be registered by writing until it counts (no sleeping).
+    let big = "x".repeat(100 * 1024);
+    let mut written = 0;
+    let mut registered = false;
+    while written < 2000 {
+        let mut c = cm(&format!("c{written}"));
+        c.data = Some([("big".to_string(), big.clone())].into());
+        cms.create(&PostParams::default(), &c)
+            .await
+            .expect("create");
+        written += 1;
+        let watching = server.watcher_count();
+        registered |= watching == 1;
+        if registered && watching == 0 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(registered, "the watch was registered");
+    assert_eq!(
+        server.watcher_count(),
+        0,
+        "cut off after {written} changes of 100 KiB"
+    );
+    eprintln!("a watcher that stopped reading was cut off after {written} changes of 100 KiB");
+    drop(stalled);
+}

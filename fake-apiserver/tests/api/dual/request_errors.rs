@@ -535,6 +535,19 @@ async fn routing_errors(env: Env) {
         "the server does not allow this method on the requested resource"
     );
     assert_eq!(get(&env, "/api/v1/namespaces/default").await.code, 200);
+    // Paths are percent-decoded before routing; a malformed escape is refused by the HTTP server
+    // itself, in plain text.
+    let raw = get(&env, "/api/v1/namespaces/%64efault").await;
+    assert_eq!(raw.body["metadata"]["name"], "default", "{}", raw.text);
+    let raw = get(&env, "/api/v1/namespaces/default/configmaps/a%2Fb").await;
+    assert_status(&raw, 404, "NotFound");
+    assert_eq!(
+        raw.body["message"],
+        "the server could not find the requested resource"
+    );
+    let raw = get(&env, "/api/v1/namespaces/%zz").await;
+    assert_eq!((raw.code, raw.text.as_str()), (400, "400 Bad Request"));
+    assert_eq!(raw.headers["content-type"], "text/plain; charset=utf-8");
     // Discovery documents served by GET alone refuse every other method; `/apis` and a group's
     // versions answer any.
     for method in ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
