@@ -17,6 +17,8 @@ mod common;
 
 use common::{Killed, fake_autoscaler_binary, until_served};
 
+// `common::` below: the ServiceAccount helpers.
+
 /// The embedded world's node groups and classes, with timings short enough for real time:
 /// scale-ups in a second, the vendor class queued for two, bookings of twenty, and collection
 /// after `{gc}` seconds.
@@ -187,4 +189,117 @@ async fn the_reference_classes_pass_core_and_extended_on_kube_apiserver_and_a_br
         "{}",
         said(&out)
     );
+}
+
+/// Objects the suite did not make: a namespace with a PodTemplate, a ProvisioningRequest of
+/// another class and a suspended Job, and a Node of another node pool.
+const FOREIGN: &[(&str, &str, &str)] = &[
+    ("v1", "Namespace", r#"{"metadata": {"name": "foreign"}}"#),
+    (
+        "v1",
+        "PodTemplate",
+        r#"{"metadata": {"name": "foreign-template", "namespace": "foreign"}, "template": {"spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}]}}}"#,
+    ),
+    (
+        "autoscaling.x-k8s.io/v1",
+        "ProvisioningRequest",
+        r#"{"metadata": {"name": "foreign-request", "namespace": "foreign"}, "spec": {"provisioningClassName": "queued-provisioning.gke.io", "podSets": [{"podTemplateRef": {"name": "foreign-template"}, "count": 1}]}}"#,
+    ),
+    (
+        "batch/v1",
+        "Job",
+        r#"{"metadata": {"name": "foreign-job", "namespace": "foreign"}, "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "pause"}]}}}}"#,
+    ),
+    (
+        "v1",
+        "Node",
+        r#"{"metadata": {"name": "foreign-node", "labels": {"cloud.google.com/gke-nodepool": "other"}}, "status": {"capacity": {"cpu": "8"}, "allocatable": {"cpu": "8"}}}"#,
+    ),
+];
+
+/// Each foreign object as the server holds it, byte for byte.
+async fn snapshot(
+    client: &kube::Client,
+    objects: &[(kube::api::ApiResource, String, Option<String>)],
+) -> Vec<String> {
+    let mut held = Vec::new();
+    for (resource, name, namespace) in objects {
+        let api: kube::Api<kube::api::DynamicObject> = match namespace {
+            Some(ns) => kube::Api::namespaced_with(client.clone(), ns, resource),
+            None => kube::Api::all_with(client.clone(), resource),
+        };
+        let object = api.get(name).await.expect("a foreign object");
+        held.push(serde_json::to_string(&object).expect("json"));
+    }
+    held
+}
+
+/// The suite, run with exactly the rights conformance/rbac.yaml documents (bound to a
+/// ServiceAccount, nothing else), passes; and every object it did not make is byte for byte as it
+/// was, resourceVersion included: it edited and deleted nothing of anyone else's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_only_its_documented_rights_the_suite_passes_and_leaves_foreign_objects_untouched() {
+    // A control plane of its own: its autoscaler must not meet the other test's.
+    let Some(cp) = control_plane::testing::private().await else {
+        return;
+    };
+    let admin = cp.client().await.expect("admin client");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let class = ReferenceClass::CheckCapacity;
+    let _autoscaler = world(&cp, dir.path(), collection_after(class), None).await;
+
+    let mut foreign = Vec::new();
+    for (api_version, kind, json) in FOREIGN {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+        let discovered = kube::discovery::pinned_kind(&admin, &gvk)
+            .await
+            .expect("the kind is served");
+        let (resource, caps) = discovered;
+        let value: serde_json::Value = serde_json::from_str(json).expect("json");
+        let mut object: kube::api::DynamicObject =
+            serde_json::from_value(value).expect("an object");
+        object.types = Some(kube::api::TypeMeta {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+        });
+        let namespace = object.metadata.namespace.clone();
+        let api: kube::Api<kube::api::DynamicObject> = match (&namespace, caps.scope) {
+            (Some(ns), kube::discovery::Scope::Namespaced) => {
+                kube::Api::namespaced_with(admin.clone(), ns, &resource)
+            }
+            _ => kube::Api::all_with(admin.clone(), &resource),
+        };
+        api.create(&kube::api::PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|e| panic!("creating the foreign {kind}: {e}"));
+        let name = object.metadata.name.clone().expect("a name");
+        foreign.push((resource, name, namespace));
+    }
+    let before = snapshot(&admin, &foreign).await;
+
+    let kubeconfig =
+        common::account_kubeconfig(&cp, &admin, dir.path(), "vendor", "conformance").await;
+    common::bind_suite_role(&admin, "vendor-conformance", "vendor", "conformance").await;
+    common::until_allowed(&kubeconfig, "create", "namespaces").await;
+    let mut options = class.options();
+    options.kueue = false;
+    options.timeouts = timeouts(class);
+    let file = dir.path().join("options.yaml");
+    std::fs::write(&file, serde_yaml::to_string(&options).expect("yaml")).expect("options");
+    let reports = dir.path().join("reports");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .args(["--kubeconfig", &kubeconfig, "--options"])
+        .arg(&file)
+        .arg("--report-dir")
+        .arg(&reports)
+        .output()
+        .await
+        .expect("conformance runs");
+    assert!(out.status.success(), "{}", said(&out));
+
+    let after = snapshot(&admin, &foreign).await;
+    for ((resource, name, _), (was, is)) in foreign.iter().zip(before.iter().zip(&after)) {
+        assert_eq!(was, is, "the suite changed {} {name}", resource.kind);
+    }
 }

@@ -8,18 +8,9 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
-};
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
-use serde::Deserialize;
-
 mod common;
 
-use common::until_served;
+use common::{account_kubeconfig, bind_suite_role, until_allowed, until_served};
 
 const NAMESPACE: &str = "preflight-rbac";
 const ACCOUNT: &str = "no-rights";
@@ -30,73 +21,6 @@ podTemplates:
   fits: {count: 1, template: {spec: {containers: [{name: c, image: pause, resources: {requests: {cpu: "3"}}}]}}}
   doesNotFit: {count: 1, template: {spec: {containers: [{name: c, image: pause, resources: {requests: {cpu: "1000"}}}]}}}
 "#;
-
-/// The ServiceAccount's kubeconfig: a token from the TokenRequest API.
-async fn account_kubeconfig(
-    cp: &control_plane::ControlPlane,
-    admin: &kube::Client,
-    dir: &Path,
-) -> String {
-    let apply = PatchParams::apply("preflight-rbac-test").force();
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    let ns: Namespace =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": NAMESPACE}}))
-            .expect("namespace");
-    namespaces
-        .patch(NAMESPACE, &apply, &Patch::Apply(&ns))
-        .await
-        .expect("namespace");
-    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), NAMESPACE);
-    let account: ServiceAccount =
-        serde_json::from_value(serde_json::json!({"metadata": {"name": ACCOUNT}}))
-            .expect("account");
-    accounts
-        .patch(ACCOUNT, &apply, &Patch::Apply(&account))
-        .await
-        .expect("account");
-    let token = accounts
-        .create_token_request(ACCOUNT, &PostParams::default(), &Default::default())
-        .await
-        .expect("TokenRequest")
-        .status
-        .and_then(|s| s.token)
-        .expect("a token");
-    let path = dir.join("no-rights.kubeconfig");
-    cp.write_token_kubeconfig(&path, &token)
-        .expect("kubeconfig");
-    path.display().to_string()
-}
-
-/// Waits until the account may `verb` `resource` (RBAC takes effect shortly after a binding).
-async fn until_allowed(kubeconfig: &str, verb: &str, resource: &str) {
-    let client = control_plane::client_for(Path::new(kubeconfig))
-        .await
-        .expect("client");
-    let reviews: Api<SelfSubjectAccessReview> = Api::all(client);
-    let review = SelfSubjectAccessReview {
-        spec: SelfSubjectAccessReviewSpec {
-            resource_attributes: Some(ResourceAttributes {
-                verb: Some(verb.into()),
-                resource: Some(resource.into()),
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let allowed = async {
-        loop {
-            let answer = reviews.create(&PostParams::default(), &review).await;
-            if answer.is_ok_and(|a| a.status.is_some_and(|s| s.allowed)) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), allowed)
-        .await
-        .unwrap_or_else(|_| panic!("{verb} {resource} is allowed within 30s of the binding"));
-}
 
 async fn conformance(dir: &Path, kubeconfig: &str, extra: &[&str]) -> Output {
     let options = dir.join("options.yaml");
@@ -137,7 +61,7 @@ async fn credentials_without_the_rights_get_one_line_naming_what_is_missing() {
     until_served(&admin, "autoscaling.x-k8s.io/v1", "provisioningrequests").await;
     until_served(&admin, "kueue.x-k8s.io/v1beta2", "workloads").await;
     let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = account_kubeconfig(cp, &admin, dir.path()).await;
+    let kubeconfig = account_kubeconfig(cp, &admin, dir.path(), NAMESPACE, ACCOUNT).await;
 
     // No rights at all.
     let out = conformance(dir.path(), &kubeconfig, &[]).await;
@@ -156,27 +80,7 @@ async fn credentials_without_the_rights_get_one_line_naming_what_is_missing() {
     );
 
     // The role of conformance/rbac.yaml for every run, bound: the kueue profile still lacks its own.
-    let rbac = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("rbac.yaml"))
-        .expect("rbac.yaml");
-    let role = serde_yaml::Deserializer::from_str(&rbac)
-        .map(|doc| ClusterRole::deserialize(doc).expect("a ClusterRole"))
-        .find(|r| r.metadata.name.as_deref() == Some("tollgate-conformance"))
-        .expect("the suite's role");
-    let apply = PatchParams::apply("preflight-rbac-test").force();
-    Api::<ClusterRole>::all(admin.clone())
-        .patch("tollgate-conformance", &apply, &Patch::Apply(&role))
-        .await
-        .expect("role");
-    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": "preflight-rbac-no-rights"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "tollgate-conformance"},
-        "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}],
-    }))
-    .expect("binding");
-    Api::<ClusterRoleBinding>::all(admin.clone())
-        .patch("preflight-rbac-no-rights", &apply, &Patch::Apply(&binding))
-        .await
-        .expect("binding");
+    bind_suite_role(&admin, "preflight-rbac-no-rights", NAMESPACE, ACCOUNT).await;
     until_allowed(&kubeconfig, "create", "namespaces").await;
     let out = conformance(dir.path(), &kubeconfig, &["--kueue"]).await;
     let said = no_verdict(dir.path(), &out);

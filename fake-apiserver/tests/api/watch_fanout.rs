@@ -69,8 +69,12 @@ async fn a_tcp_watcher_that_stops_reading_is_cut_off() {
     let mut stalled = tokio::net::TcpStream::connect(tcp.addr())
         .await
         .expect("connect");
+    let request = format!(
+        "GET /api/v1/namespaces/default/configmaps?watch=true&resourceVersion={} HTTP/1.1\r\nHost: x\r\n\r\n",
+        server.resource_version()
+    );
     stalled
-        .write_all(b"GET /api/v1/namespaces/default/configmaps?watch=true&resourceVersion=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        .write_all(request.as_bytes())
         .await
         .expect("watch sent");
     let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
