@@ -37,5 +37,6 @@ pub mod options;
 pub mod preflight;
 pub mod reference;
 pub mod report;
+pub mod retry;
 pub mod runner;
 pub mod suite;

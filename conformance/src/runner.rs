@@ -122,6 +122,8 @@ pub async fn run(
     clock: support::Clock,
     progress: impl FnMut(&TestResult),
 ) -> Vec<TestResult> {
+    // Transient failures of the cluster are retried before any test sees them.
+    let client = &crate::retry::retrying(client.clone());
     let shared = Shared {
         client,
         options,

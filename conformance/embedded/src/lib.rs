@@ -49,6 +49,35 @@ pub async fn run(
     selection: &Selection,
     progress: impl FnMut(&TestResult),
 ) -> Result<Vec<TestResult>, String> {
+    run_on(options, broken, selection, None, progress).await
+}
+
+/// An unreliable API server: a fraction of requests fail with 500, and every watch is closed
+/// at random moments (on average every `watch_close_every`), drawn from `seed`.
+#[derive(Debug, Clone, Copy)]
+pub struct Flaky {
+    pub seed: u64,
+    pub failing: f64,
+    pub watch_close_every: Duration,
+}
+
+/// [`run`] on an API server that misbehaves as `flaky` says, from the first test to the last.
+pub async fn run_flaky(
+    options: &Options,
+    flaky: Flaky,
+    selection: &Selection,
+    progress: impl FnMut(&TestResult),
+) -> Result<Vec<TestResult>, String> {
+    run_on(options, None, selection, Some(flaky), progress).await
+}
+
+async fn run_on(
+    options: &Options,
+    broken: Option<Broken>,
+    selection: &Selection,
+    flaky: Option<Flaky>,
+    progress: impl FnMut(&TestResult),
+) -> Result<Vec<TestResult>, String> {
     let mut config =
         fake_autoscaler::Config::parse(AUTOSCALER_CONFIG).map_err(|e| e.to_string())?;
     config.broken = broken;
@@ -66,7 +95,28 @@ pub async fn run(
         env.start_time(),
         tokio::time::Instant::now() - env.elapsed(),
     );
-    Ok(runner::run(&env.client(), options, selection, clock, progress).await)
+    let Some(flaky) = flaky else {
+        return Ok(runner::run(&env.client(), options, selection, clock, progress).await);
+    };
+    let faults = env.faults().clone();
+    faults.inject(fake_apiserver::FaultRule::fail(500).fraction(flaky.failing));
+    let closer = tokio::spawn(close_watches_at_random(faults.clone(), flaky));
+    let results = runner::run(&env.client(), options, selection, clock, progress).await;
+    closer.abort();
+    faults.clear();
+    Ok(results)
+}
+
+/// Closes every watch at random moments, on average every `watch_close_every`.
+async fn close_watches_at_random(faults: fake_apiserver::Faults, flaky: Flaky) {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(flaky.seed);
+    let mean = flaky.watch_close_every.as_millis().max(2) as u64;
+    loop {
+        let wait = rng.random_range(1..2 * mean);
+        tokio::time::sleep(Duration::from_millis(wait)).await;
+        faults.close_watches();
+    }
 }
 
 /// A paused current-thread runtime, as scenarios use, for [`run`].
