@@ -55,6 +55,15 @@ enum Command {
         /// Directories of CRD YAML files to install at start.
         #[arg(long = "crds")]
         crds: Vec<String>,
+        /// Serve HTTPS (a certificate signed by the cluster's root CA, trusted by the kubeconfig).
+        #[arg(long)]
+        tls: bool,
+        /// Require the bearer token written into the kubeconfig (401 without it).
+        #[arg(long)]
+        token: bool,
+        /// Let --listen name an address other hosts can reach.
+        #[arg(long)]
+        allow_remote: bool,
     },
     /// Run the benchmarks (optimised build) and print their results as Markdown tables: the fake
     /// API server's, the wall time of each scenario and of the whole suite, Kueue's scheduler
@@ -172,12 +181,24 @@ fn main() -> anyhow::Result<()> {
             listen,
             kubeconfig_out,
             crds,
+            tls,
+            token,
+            allow_remote,
         } => {
             let mut cmd = cargo();
             cmd.args(["run", "--quiet", "--package", "fake-apiserver", "--"]);
             cmd.args(["--listen", &listen, "--kubeconfig-out", &kubeconfig_out]);
             for dir in &crds {
                 cmd.args(["--crds", dir]);
+            }
+            for (given, flag) in [
+                (tls, "--tls"),
+                (token, "--token"),
+                (allow_remote, "--allow-remote"),
+            ] {
+                if given {
+                    cmd.arg(flag);
+                }
             }
             eprintln!("starting the fake API server; kubeconfig will be at {kubeconfig_out}");
             eprintln!("use it with: KUBECONFIG={kubeconfig_out} kubectl get namespaces");
