@@ -5,7 +5,8 @@
 //! from `control-plane`), replays `fidelity/corpus/*.yaml` ([`corpus`]) against each
 //! ([`replay`]), takes out uids, times and resourceVersion numbers ([`normalise`]), compares
 //! ([`compare`]) and writes FIDELITY.md ([`report`]). A difference not listed with its reason in
-//! `fidelity/known/` fails the run, and so does a listed one that no longer happens.
+//! `fidelity/known/` fails the run, and so does a listed one that no longer happens (unless it is
+//! marked `racy: true`: it depends on when the real server's controllers write).
 
 pub mod compare;
 pub mod corpus;

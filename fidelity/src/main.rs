@@ -30,7 +30,8 @@ struct Args {
     /// The corpus directory.
     #[arg(long, value_name = "DIR", default_value_os_t = fidelity::corpus_dir())]
     corpus: PathBuf,
-    /// The directory of known differences (YAML lists of sequence, step, reason).
+    /// The directory of known differences (YAML lists of sequence, step, reason; `racy: true`
+    /// for one that depends on the real server's controllers).
     #[arg(long, value_name = "DIR", default_value_os_t = fidelity::known_dir())]
     known: PathBuf,
     /// Append this to every sequence's namespace and `{seq}`, to replay on a cluster that still

@@ -44,11 +44,7 @@ impl Served {
         let dir = tempfile::tempdir().expect("tempdir");
         tcp.write_kubeconfig(&dir.path().join("kubeconfig"))
             .expect("write kubeconfig");
-        Served {
-            server,
-            tcp,
-            dir,
-        }
+        Served { server, tcp, dir }
     }
 
     pub(crate) fn token(&self) -> Option<&str> {
