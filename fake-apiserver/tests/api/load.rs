@@ -94,7 +94,9 @@ impl Selection {
     fn params(self) -> WatchParams {
         let params = WatchParams::default().timeout(290);
         match self {
-            Selection::All => params,
+            // Every object of the test, not the namespace's `kube-root-ca.crt`, which
+            // kube-controller-manager writes whenever it gets to it.
+            Selection::All => params.labels(LOAD_LABEL),
             Selection::Team(t) => params.labels(&format!("team={t}")),
             Selection::Name(n) => params.fields(&format!("metadata.name={n}")),
         }
@@ -113,9 +115,12 @@ fn team_of_shared(j: usize) -> &'static str {
     if j.is_multiple_of(2) { "a" } else { "b" }
 }
 
+/// The label on every object the test writes.
+const LOAD_LABEL: &str = "tollgate.dev/load";
+
 fn config_map(name: &str, team: &str) -> ConfigMap {
     serde_json::from_value(serde_json::json!({
-        "metadata": {"name": name, "labels": {"team": team}},
+        "metadata": {"name": name, "labels": {"team": team, LOAD_LABEL: "yes"}},
         "data": {},
     }))
     .expect("a ConfigMap")
