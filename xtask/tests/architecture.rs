@@ -27,7 +27,8 @@ const NORMAL: &[(&str, &[&str])] = &[
     // machinery (no scenario engine, no fake autoscaler to judge by).
     ("conformance", &["api", "support", "controller"]),
     // The suite against the reference classes on virtual time: the fake autoscaler serves them,
-    // the scenario engine's TestEnv hosts them.
+    // the scenario engine's TestEnv hosts them, and the fake API server's faults make the
+    // flaky-cluster run.
     (
         "conformance-embedded",
         &[
@@ -37,6 +38,7 @@ const NORMAL: &[(&str, &[&str])] = &[
             "conformance",
             "fake-autoscaler",
             "e2e",
+            "fake-apiserver",
         ],
     ),
     (
