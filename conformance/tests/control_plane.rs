@@ -113,9 +113,10 @@ async fn world(
     child
 }
 
-/// Run the `conformance` binary against `class`; its options as a vendor would write them.
+/// Run the `conformance` binary against `class` with `kubeconfig`'s credentials; its options as
+/// a vendor would write them.
 async fn conformance(
-    cp: &control_plane::ControlPlane,
+    kubeconfig: &Path,
     dir: &Path,
     class: ReferenceClass,
     extra: &[&str],
@@ -129,7 +130,7 @@ async fn conformance(
     let reports = dir.join("reports");
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_conformance"))
         .arg("--kubeconfig")
-        .arg(cp.kubeconfig())
+        .arg(kubeconfig)
         .arg("--options")
         .arg(&file)
         .arg("--report-dir")
@@ -161,7 +162,7 @@ async fn the_reference_classes_pass_core_and_extended_on_kube_apiserver_and_a_br
     for class in ReferenceClass::ALL {
         // One autoscaler at a time: they share the control plane's Nodes.
         let _autoscaler = world(cp, dir.path(), collection_after(class), None).await;
-        let (out, report) = conformance(cp, dir.path(), class, &[]).await;
+        let (out, report) = conformance(cp.kubeconfig(), dir.path(), class, &[]).await;
         assert!(
             out.status.success(),
             "{}: {}",
@@ -177,7 +178,7 @@ async fn the_reference_classes_pass_core_and_extended_on_kube_apiserver_and_a_br
     // A broken variant is caught on the real server too, with the rule named.
     let _broken = world(cp, dir.path(), 6, Some("snake-case-reasons")).await;
     let (out, _) = conformance(
-        cp,
+        cp.kubeconfig(),
         dir.path(),
         ReferenceClass::CheckCapacity,
         &["--run-test", "request-answered"],
@@ -283,20 +284,7 @@ async fn with_only_its_documented_rights_the_suite_passes_and_leaves_foreign_obj
         common::account_kubeconfig(&cp, &admin, dir.path(), "vendor", "conformance").await;
     common::bind_suite_role(&admin, "vendor-conformance", "vendor", "conformance").await;
     common::until_allowed(&kubeconfig, "create", "namespaces").await;
-    let mut options = class.options();
-    options.kueue = false;
-    options.timeouts = timeouts(class);
-    let file = dir.path().join("options.yaml");
-    std::fs::write(&file, serde_yaml::to_string(&options).expect("yaml")).expect("options");
-    let reports = dir.path().join("reports");
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_conformance"))
-        .args(["--kubeconfig", &kubeconfig, "--options"])
-        .arg(&file)
-        .arg("--report-dir")
-        .arg(&reports)
-        .output()
-        .await
-        .expect("conformance runs");
+    let (out, _) = conformance(Path::new(&kubeconfig), dir.path(), class, &[]).await;
     assert!(out.status.success(), "{}", said(&out));
 
     let after = snapshot(&admin, &foreign).await;
