@@ -278,43 +278,67 @@ async fn a_cluster_whose_file_is_under_the_kubeconfig_directory_is_active() {
     );
 }
 
+thread_local! {
+    /// Where this thread's log lines go while a `CapturedLogs` lives on it.
+    static CAPTURE: std::cell::RefCell<Option<std::sync::Arc<std::sync::Mutex<Vec<u8>>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Everything logged, at every level, while it lives (on this thread: the test's runtime).
+///
+/// A process-wide subscriber decides per event whether its thread captures. A subscriber set
+/// with `set_default` would not do: tracing caches a callsite's interest from whichever thread
+/// reaches it first, so a line another test's thread logged first is never seen here.
 struct CapturedLogs {
     text: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
-    _guard: tracing::subscriber::DefaultGuard,
 }
 
 impl CapturedLogs {
     fn start() -> Self {
-        #[derive(Clone)]
-        struct Sink(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        use tracing_subscriber::Layer;
+        use tracing_subscriber::layer::SubscriberExt;
+        struct Sink;
         impl std::io::Write for Sink {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .extend_from_slice(buf);
+                CAPTURE.with_borrow(|capture| {
+                    if let Some(text) = capture {
+                        text.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .extend_from_slice(buf);
+                    }
+                });
                 Ok(buf.len())
             }
             fn flush(&mut self) -> std::io::Result<()> {
                 Ok(())
             }
         }
+        static INSTALL: std::sync::Once = std::sync::Once::new();
+        INSTALL.call_once(|| {
+            // Dynamic, so that it is asked at every event rather than once per callsite.
+            let capturing = tracing_subscriber::filter::dynamic_filter_fn(|_, _| {
+                CAPTURE.with_borrow(|capture| capture.is_some())
+            });
+            let layer = tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(|| Sink)
+                .with_filter(capturing);
+            tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+                .expect("no other test sets a global subscriber");
+        });
         let text = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = Sink(text.clone());
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || sink.clone())
-            .finish();
-        CapturedLogs {
-            text,
-            _guard: tracing::subscriber::set_default(subscriber),
-        }
+        CAPTURE.set(Some(text.clone()));
+        CapturedLogs { text }
     }
 
     fn text(&self) -> String {
         String::from_utf8_lossy(&self.text.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    }
+}
+
+impl Drop for CapturedLogs {
+    fn drop(&mut self) {
+        CAPTURE.set(None);
     }
 }
 
