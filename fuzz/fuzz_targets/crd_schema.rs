@@ -39,6 +39,9 @@ fuzz_target!(|input: &[u8]| {
         .map(|(i, o)| widget(o, i))
         .collect();
     pure_functions(schema, &objects);
+    // A transition rule (one reading `oldSelf`) runs on updates only, so an update may fail
+    // where the create passed (a field it reads is absent), as on kube-apiserver.
+    let transition_rules = schema.to_string().contains("oldSelf");
     runtime().block_on(async {
         let server = plain_server();
         let crd = Request::new("POST", CRDS, "application/json", crd(schema).to_string());
@@ -55,9 +58,18 @@ fuzz_target!(|input: &[u8]| {
             // What the server stored it takes back unchanged.
             let stored = answer.json();
             let name = stored["metadata"]["name"].as_str().unwrap_or("");
-            let put = Request::new("PUT", &format!("{WIDGETS}/{name}"), "application/json", stored.to_string());
+            let put = Request::new(
+                "PUT",
+                &format!("{WIDGETS}/{name}"),
+                "application/json",
+                stored.to_string(),
+            );
             let updated = send_checked(&server, &put).await.expect("a valid request");
-            assert_eq!(updated.code, 200, "updating an object with itself: {}", updated.json());
+            assert!(
+                updated.code == 200 || transition_rules,
+                "updating an object with itself: {}",
+                updated.json()
+            );
         }
     });
 });
@@ -71,7 +83,10 @@ fn pure_functions(schema: &Value, objects: &[Value]) {
         let mut obj = object.clone();
         schema.prune(&mut obj);
         schema.apply_defaults(&mut obj);
-        assert!(!schema.needs_defaults(&obj), "defaulted, yet still needs defaults: {obj}");
+        assert!(
+            !schema.needs_defaults(&obj),
+            "defaulted, yet still needs defaults: {obj}"
+        );
         let mut again = obj.clone();
         schema.apply_defaults(&mut again);
         assert_eq!(again, obj, "defaulting twice");

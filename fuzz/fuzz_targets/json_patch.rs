@@ -34,7 +34,12 @@ fuzz_target!(|input: &[u8]| {
                 assert_eq!(again.ok().as_ref(), Some(&patched), "a test of the result");
             }
         }
-        Err(e) => assert!((400..500).contains(&e.code), "refused with {}: {}", e.code, e.message),
+        Err(e) => assert!(
+            (400..500).contains(&e.code),
+            "refused with {}: {}",
+            e.code,
+            e.message
+        ),
     }
     assert_eq!(target, before);
 });

@@ -23,6 +23,11 @@ fuzz_target!(|input: &[u8]| {
                 .expect("a patch that applied once applies again");
             assert_eq!(once, twice, "a merge patch applied twice");
         }
-        Err(e) => assert!((400..500).contains(&e.code), "refused with {}: {}", e.code, e.message),
+        Err(e) => assert!(
+            (400..500).contains(&e.code),
+            "refused with {}: {}",
+            e.code,
+            e.message
+        ),
     }
 });

@@ -15,9 +15,20 @@ fuzz_target!(|input: &[u8]| {
     let _ = std::fs::create_dir_all(&dir);
     if let Err(e) = e2e::scenario::load::parse("fuzzed.yaml", text, Path::new(&dir)) {
         let shown = e.to_string();
-        assert!(shown.starts_with("fuzzed.yaml:"), "an error without its file: {shown}");
-        assert!(!e.message.trim().is_empty(), "an error without a message: {shown}");
-        let lines = text.lines().count() as u64;
-        assert!(e.line <= lines + 1, "line {} of a {lines}-line file: {shown}", e.line);
+        assert!(
+            shown.starts_with("fuzzed.yaml:"),
+            "an error without its file: {shown}"
+        );
+        assert!(
+            !e.message.trim().is_empty(),
+            "an error without a message: {shown}"
+        );
+        // YAML breaks lines at `\r` too.
+        let lines = text.replace("\r\n", "\n").matches(['\n', '\r']).count() as u64 + 1;
+        assert!(
+            e.line <= lines + 1,
+            "line {} of a {lines}-line file: {shown}",
+            e.line
+        );
     }
 });

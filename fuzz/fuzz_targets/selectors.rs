@@ -34,7 +34,10 @@ fuzz_target!(|input: &[u8]| {
     let encoded: String = url::form_urlencoded::byte_serialize(text.as_bytes()).collect();
     runtime().block_on(async {
         let server = plain_server();
-        for (param, parsed) in [("labelSelector", label.is_ok()), ("fieldSelector", field.is_ok())] {
+        for (param, parsed) in [
+            ("labelSelector", label.is_ok()),
+            ("fieldSelector", field.is_ok()),
+        ] {
             let target = format!("/api/v1/namespaces/default/pods?{param}={encoded}");
             let req = Request::new("GET", &target, "", Vec::new());
             let answer = send_checked(&server, &req).await.expect("a valid request");

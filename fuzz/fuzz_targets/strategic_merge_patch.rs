@@ -24,11 +24,18 @@ fuzz_target!(|input: &[u8]| {
     match patched {
         Ok(patched) => assert!(patched.is_object(), "a patched object is an object"),
         Err(e) if e.code == 500 => assert!(
-            DELIBERATE_SERVER_ERRORS.iter().any(|m| e.message.starts_with(m)),
+            DELIBERATE_SERVER_ERRORS
+                .iter()
+                .any(|m| e.message.starts_with(m)),
             "a 500 upstream would not give: {}",
             e.message
         ),
-        Err(e) => assert!((400..500).contains(&e.code), "refused with {}: {}", e.code, e.message),
+        Err(e) => assert!(
+            (400..500).contains(&e.code),
+            "refused with {}: {}",
+            e.code,
+            e.message
+        ),
     }
     if target.is_object() {
         let unchanged = apply_patch(PatchKind::StrategicMerge, group, kind, &target, b"{}");

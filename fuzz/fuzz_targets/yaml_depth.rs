@@ -12,7 +12,11 @@ fuzz_target!(|input: &[u8]| {
         if let Some(line) = too_deep(input, limit) {
             assert!((1..=lines).contains(&line), "line {line} of {lines}");
             if limit > 0 {
-                assert!(too_deep(input, limit - 1).is_some(), "deeper than {limit}, not than {}", limit - 1);
+                assert!(
+                    too_deep(input, limit - 1).is_some(),
+                    "deeper than {limit}, not than {}",
+                    limit - 1
+                );
             }
         }
     }

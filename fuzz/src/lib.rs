@@ -175,7 +175,9 @@ pub async fn send(server: &FakeApiServer, req: &Request) -> Option<Answer> {
     for (k, v) in &req.headers {
         builder = builder.header(k.as_str(), v.as_str());
     }
-    let request = builder.body(Full::new(Bytes::from(req.body.clone()))).ok()?;
+    let request = builder
+        .body(Full::new(Bytes::from(req.body.clone())))
+        .ok()?;
     let response = server
         .service()
         .oneshot(request)
@@ -205,7 +207,8 @@ pub async fn send(server: &FakeApiServer, req: &Request) -> Option<Answer> {
     })
 }
 
-/// Send a request and panic (the fuzzer's finding) when its answer is not one the server may give.
+/// Send a request and panic (the fuzzer's finding) when its answer is not one the server may give:
+/// a failure that is no `Status` (see [`problem`]), or a JSON document that does not parse.
 pub async fn send_checked(server: &FakeApiServer, req: &Request) -> Option<Answer> {
     let answer = send(server, req).await?;
     let path = req.target.split('?').next().unwrap_or("");
@@ -214,6 +217,19 @@ pub async fn send_checked(server: &FakeApiServer, req: &Request) -> Option<Answe
             "{} {}: {why}\nbody: {}",
             req.method,
             req.target,
+            String::from_utf8_lossy(&answer.body)
+        );
+    }
+    let json = answer.content_type.starts_with("application/json");
+    if answer.code < 300
+        && json
+        && serde_json::from_slice::<serde_json::Value>(&answer.body).is_err()
+    {
+        panic!(
+            "{} {}: a {} that is not JSON\nbody: {}",
+            req.method,
+            req.target,
+            answer.code,
             String::from_utf8_lossy(&answer.body)
         );
     }

@@ -583,7 +583,8 @@ mod tests {
             match parse("f.yaml", text, Path::new(".")) {
                 Ok(_) => Ok(()),
                 Err(e) => {
-                    let lines = text.lines().count() as u64;
+                    // YAML breaks lines at `\r` too.
+                    let lines = text.replace("\r\n", "\n").matches(['\n', '\r']).count() as u64 + 1;
                     let shown = e.to_string();
                     if !shown.starts_with("f.yaml:") || e.line > lines + 1 || e.message.is_empty() {
                         return Err(shown);
