@@ -223,6 +223,7 @@ pub async fn send_checked(server: &FakeApiServer, req: &Request) -> Option<Answe
     let json = answer.content_type.starts_with("application/json");
     if answer.code < 300
         && json
+        && !req.is_watch()
         && serde_json::from_slice::<serde_json::Value>(&answer.body).is_err()
     {
         panic!(
