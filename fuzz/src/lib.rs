@@ -257,34 +257,3 @@ pub fn halves(input: &[u8]) -> Option<(&[u8], &[u8])> {
     let at = find(input, b"\n---\n")?;
     Some((&input[..at], &input[at + 5..]))
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn requests_are_read_with_headers_and_bodies() {
-        let input = b"PATCH /api/v1/namespaces/default/configmaps/a?x=1\nContent-Type: application/merge-patch+json\n\n{\"data\": {}}\n%%\nGET /version\n";
-        let reqs = Request::parse_all(input);
-        assert_eq!(
-            reqs,
-            vec![
-                Request::new(
-                    "PATCH",
-                    "/api/v1/namespaces/default/configmaps/a?x=1",
-                    "application/merge-patch+json",
-                    b"{\"data\": {}}".to_vec()
-                ),
-                Request::new("GET", "/version", "", Vec::new()),
-            ]
-        );
-    }
-
-    #[test]
-    fn watches_are_recognised() {
-        let watch = |t: &str| Request::new("GET", t, "", Vec::new()).is_watch();
-        assert!(watch("/api/v1/pods?watch=1"));
-        assert!(watch("/api/v1/watch/pods"));
-        assert!(!watch("/api/v1/pods?watch=false"));
-    }
-}
