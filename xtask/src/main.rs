@@ -3,6 +3,7 @@
 mod chaos;
 mod codegen;
 mod crds;
+mod fuzz;
 mod manifests;
 
 use std::path::PathBuf;
@@ -93,6 +94,21 @@ enum Command {
         /// Replay this one seed, printing its steps.
         #[arg(long, conflicts_with_all = ["seeds", "first"])]
         seed: Option<u64>,
+    },
+    /// Fuzz with `cargo fuzz` (libFuzzer): each target of fuzz/ (the request router and query
+    /// parsing, selectors, merge, JSON and strategic merge patch, server-side apply, CRD schemas,
+    /// scenario files, YAML depth) for `--seconds` each, from its seeds in fuzz/corpus/, then a
+    /// table of executions, new inputs and crashes. Installs cargo-fuzz and the nightly toolchain
+    /// when missing. Fails when a target finds a crash or a hang (saved under fuzz/artifacts/).
+    Fuzz {
+        /// Only targets whose name contains this.
+        filter: Option<String>,
+        /// How long each target runs.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Print the targets and stop.
+        #[arg(long)]
+        list: bool,
     },
     /// Run the YAML scenarios in e2e/scenarios/ with a summary, comparing each trace with its
     /// snapshot.
@@ -283,6 +299,18 @@ fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Fuzz {
+            filter,
+            seconds,
+            list,
+        } => fuzz::run(
+            &fuzz::root(),
+            &fuzz::Options {
+                seconds,
+                filter,
+                list,
+            },
+        ),
         Command::Scenarios { filter, accept } => {
             let mut cmd = cargo();
             cmd.args([

@@ -569,4 +569,66 @@ mod tests {
             Some("line 4: it waits 2m0s on virtual time; a real cluster waits at most 30s")
         );
     }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        /// A scenario that loads: every mutation of it below must load or be refused with a place.
+        const GOOD: &str = include_str!("../../scenarios/try-catch-finally.yaml");
+
+        /// Refused with the file's name and a line that is in the text (0: no line applies).
+        fn located(text: &str) -> Result<(), String> {
+            match parse("f.yaml", text, Path::new(".")) {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    // YAML breaks lines at `\r` too.
+                    let lines = text.replace("\r\n", "\n").matches(['\n', '\r']).count() as u64 + 1;
+                    let shown = e.to_string();
+                    if !shown.starts_with("f.yaml:") || e.line > lines + 1 || e.message.is_empty() {
+                        return Err(shown);
+                    }
+                    Ok(())
+                }
+            }
+        }
+
+        #[test]
+        fn the_scenario_mutated_below_loads() {
+            parse("f.yaml", GOOD, Path::new(".")).expect("it loads");
+        }
+
+        proptest! {
+            #[test]
+            fn any_text_loads_or_is_refused_with_its_place(text in "\\PC{0,80}") {
+                prop_assert_eq!(located(&text), Ok(()));
+            }
+
+            #[test]
+            fn a_scenario_cut_short_or_missing_a_line_is_refused_with_its_place(
+                cut in 0..GOOD.len(),
+                dropped in 0..GOOD.lines().count(),
+            ) {
+                let end = (0..=cut).rev().find(|i| GOOD.is_char_boundary(*i)).unwrap_or(0);
+                prop_assert_eq!(located(&GOOD[..end]), Ok(()));
+                let without: Vec<&str> = GOOD
+                    .lines()
+                    .enumerate()
+                    .filter_map(|(i, l)| (i != dropped).then_some(l))
+                    .collect();
+                prop_assert_eq!(located(&without.join("\n")), Ok(()));
+            }
+
+            /// A step that holds no operation is refused on its own line, after any number of
+            /// good ones.
+            #[test]
+            fn a_bad_step_is_refused_on_its_line(good in 0usize..20, key in "[a-z]{3,8}") {
+                prop_assume!(!["advance", "fault", "assert", "apply", "create", "update", "patch", "delete", "error", "absent", "events", "dump", "watch", "stop", "start", "restart", "partition", "heal", "slow", "name", "cluster", "try", "catch", "finally"].contains(&key.as_str()));
+                let steps = format!("{}  - {key}: x\n", "  - advance: 1s\n".repeat(good));
+                let e = parse("s.yaml", &format!("{HEAD}{steps}"), Path::new(".")).expect_err("refused");
+                prop_assert_eq!(e.line, 4 + good as u64, "{}", e);
+            }
+        }
+    }
 }

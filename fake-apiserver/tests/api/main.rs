@@ -1,6 +1,7 @@
 //! Integration tests of the fake API server, written against `kube::Api` and raw HTTP like a real
 //! client would use them. One test binary (modules below) keeps link time down.
 
+mod answer_check;
 mod common;
 mod crd;
 mod crud;
@@ -9,6 +10,7 @@ mod determinism;
 mod dual;
 mod faults;
 mod fidelity;
+mod fuzz_properties;
 mod kubectl;
 mod load;
 mod python_client;

@@ -48,7 +48,15 @@ impl Rule {
             .filter(|r| !r.trim().is_empty())
             .ok_or_else(|| format!("{path}.rule: Required value"))?
             .to_string();
-        let program = Program::compile(&rule).map_err(|e| {
+        let compiled = Program::compile(&rule).and_then(|program| {
+            // cel-go checks every name against the declared variables when it compiles a rule;
+            // kube-cel only parses, so an unknown name would fail each evaluation instead.
+            match undeclared(program.expression(), &mut Vec::new()) {
+                Some(name) => Err(undeclared_error(&rule, name)),
+                None => Ok(program),
+            }
+        });
+        let program = compiled.map_err(|e| {
             // The real server shows the whole rule, as the JSON of its Go struct.
             let text = |k: &str| Value::String(get(k).unwrap_or("").to_string());
             let or_null = |k: &str| v.get(k).cloned().unwrap_or(Value::Null);
@@ -183,6 +191,113 @@ impl Reads {
                 self.collect(&m.value);
             }
         }
+    }
+}
+
+/// The names a rule may read: its variables, and CEL's type names (`int`, `type(x) == string`).
+const DECLARED: &[&str] = &[
+    "self",
+    "oldSelf",
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+];
+
+/// The first name `e` reads that is neither declared nor bound by a macro (`all(x, ...)`) around
+/// it. A call's target may be a namespace (`optional.of`, `math.greatest`): it is not looked at.
+fn undeclared<'e>(e: &'e IdedExpr, bound: &mut Vec<&'e str>) -> Option<&'e str> {
+    match &e.expr {
+        Expr::Ident(name) => {
+            let known = DECLARED.contains(&name.as_str()) || bound.contains(&name.as_str());
+            (!known).then_some(name.as_str())
+        }
+        Expr::Select(sel) => undeclared(&sel.operand, bound),
+        Expr::Call(call) => {
+            let target = call.target.as_deref().filter(|t| !is_namespace(t));
+            target
+                .into_iter()
+                .chain(&call.args)
+                .find_map(|x| undeclared(x, bound))
+        }
+        Expr::Comprehension(c) => {
+            if let Some(name) = [&c.iter_range, &c.accu_init]
+                .into_iter()
+                .find_map(|x| undeclared(x, bound))
+            {
+                return Some(name);
+            }
+            let outer = bound.len();
+            bound.push(&c.iter_var);
+            bound.extend(c.iter_var2.as_deref());
+            bound.push(&c.accu_var);
+            let found = [&c.loop_cond, &c.loop_step, &c.result]
+                .into_iter()
+                .find_map(|x| undeclared(x, bound));
+            bound.truncate(outer);
+            found
+        }
+        Expr::List(l) => l.elements.iter().find_map(|x| undeclared(x, bound)),
+        Expr::Map(m) => m
+            .entries
+            .iter()
+            .find_map(|x| entry_undeclared(&x.expr, bound)),
+        Expr::Struct(st) => st
+            .entries
+            .iter()
+            .find_map(|x| entry_undeclared(&x.expr, bound)),
+        Expr::Literal(_) | Expr::Unspecified => None,
+    }
+}
+
+fn entry_undeclared<'e>(e: &'e EntryExpr, bound: &mut Vec<&'e str>) -> Option<&'e str> {
+    match e {
+        EntryExpr::StructField(f) => undeclared(&f.value, bound),
+        EntryExpr::MapEntry(m) => undeclared(&m.key, bound).or_else(|| undeclared(&m.value, bound)),
+    }
+}
+
+/// A name, or a dotted path of names, that can only be a function's namespace.
+fn is_namespace(e: &IdedExpr) -> bool {
+    match &e.expr {
+        Expr::Ident(name) => !DECLARED.contains(&name.as_str()),
+        Expr::Select(sel) => is_namespace(&sel.operand),
+        _ => false,
+    }
+}
+
+/// cel-go's words for an undeclared name, placed at the first free-standing use of the name in
+/// the rule's text (the parsed rule keeps no positions).
+fn undeclared_error(rule: &str, name: &str) -> kube_cel::cel::ParseErrors {
+    let at = rule
+        .match_indices(name)
+        .map(|(i, _)| i)
+        .find(|&i| {
+            let before = rule[..i].chars().next_back();
+            let after = rule[i + name.len()..].chars().next();
+            let part_of_name = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !part_of_name(before) && !part_of_name(after) && before != Some('.')
+        })
+        .unwrap_or(0);
+    let line = rule[..at].matches('\n').count() as isize + 1;
+    let column = rule[..at]
+        .rsplit('\n')
+        .next()
+        .map_or(0, |l| l.chars().count()) as isize;
+    kube_cel::cel::ParseErrors {
+        errors: vec![kube_cel::cel::ParseError {
+            source: None,
+            pos: (line, column + 1),
+            msg: format!("undeclared reference to '{name}' (in container '')"),
+            expr_id: 0,
+            source_info: None,
+        }],
     }
 }
 

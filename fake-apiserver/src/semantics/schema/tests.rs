@@ -558,6 +558,16 @@ fn cel_failures_on_unchanged_values_ratchet() {
     "self.a ==",
     "openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {\"Rule\":\"self.a ==\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed"
 )]
+// Found by `cargo xtask fuzz` (crd_schema): the CRD was accepted, and every update failed with
+// "no such key" instead.
+#[case::undeclared_name(
+    "!has(oldSDlf.name) || self.name == oldSelf.name",
+    "openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {\"Rule\":\"!has(oldSDlf.name) || self.name == oldSelf.name\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:6: undeclared reference to 'oldSDlf' (in container '')"
+)]
+#[case::name_outside_its_macro(
+    "self.items.all(x, x > 0) && y > 0",
+    "openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {\"Rule\":\"self.items.all(x, x > 0) && y > 0\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:29: undeclared reference to 'y' (in container '')"
+)]
 #[case::empty(
     "",
     "openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Required value"
@@ -566,6 +576,18 @@ fn cel_compile_error_from_parse(#[case] rule: &str, #[case] want_prefix: &str) {
     let err = Schema::parse(&json!({"type":"object","properties":{"spec":{"type":"object","x-kubernetes-validations":[{"rule": rule}]}}}))
         .unwrap_err();
     assert!(err.starts_with(want_prefix), "{err}");
+}
+
+#[rstest]
+#[case::macro_variables("self.items.all(x, self.items.exists_one(y, y == x))")]
+#[case::map_macro_and_type_names("self.items.map(i, i * 2).size() >= 0 && type(self) == map")]
+#[case::namespaces("optional.of(self.items).hasValue() && math.greatest([1, 2]) == 2")]
+#[case::transition("!has(oldSelf.name) || self.name == oldSelf.name")]
+fn cel_names_declared_or_bound_compile(#[case] rule: &str) {
+    let schema = json!({"type":"object","properties":{"spec":{"type":"object","x-kubernetes-validations":[{"rule": rule}]}}});
+    if let Err(e) = Schema::parse(&schema) {
+        assert!(!e.contains("undeclared reference"), "{e}");
+    }
 }
 
 #[test]
