@@ -1,5 +1,5 @@
 //! Credentials without the rights the suite needs get one line naming what is missing, exit
-//! status 2 and no report, on kube-apiserver's real RBAC (the fake API server allows everything).
+//! status 2 and no report, on kube-apiserver's real RBAC.
 //!
 //! Skips (saying why) without the control plane's binaries, unless
 //! `TOLLGATE_REQUIRE_CONTROL_PLANE` is set.

@@ -50,6 +50,15 @@ impl FieldCause {
         }
     }
 
+    /// An invalid value that Go prints as it is (`null`, a struct in `%#v`), not as a string.
+    pub fn invalid_printed(field: impl Into<String>, printed: &str, detail: &str) -> Self {
+        FieldCause {
+            reason: CauseReason::Invalid,
+            field: field.into(),
+            message: format!("Invalid value: {printed}: {detail}"),
+        }
+    }
+
     pub fn required(field: impl Into<String>, detail: &str) -> Self {
         let message = if detail.is_empty() {
             "Required value".to_string()

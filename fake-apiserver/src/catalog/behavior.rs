@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::error::ApiResult;
+use crate::semantics::access_review::{self, Reviewer};
 use crate::semantics::admission::{
     Admit, AdmitCtx, Operation, Refused, admit_event, admit_namespace, admit_node, admit_pod,
 };
@@ -65,9 +67,12 @@ pub struct Behavior {
     pub admit: Option<Admit>,
     pub convert: Option<Converter>,
     pub lifecycle: Lifecycle,
-    /// For create-only kinds (reviews): fills in the answer's status.
-    pub review: Option<fn(&mut Value)>,
+    /// For create-only kinds (reviews): checks what is asked and fills in the answer's status.
+    pub review: Option<Review>,
 }
+
+/// Answers a review from who asks and the cluster's RBAC, or refuses what it asks.
+pub type Review = fn(&mut Value, &Reviewer<'_>) -> ApiResult<()>;
 
 const PLAIN: Behavior = Behavior {
     field_selectors: &[],
@@ -261,20 +266,24 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         lifecycle: Lifecycle::CustomResourceDefinition,
         ..PLAIN
     };
-    static ACCESS_REVIEW: Behavior = Behavior {
-        review: Some(allow_access),
+    static SUBJECT_ACCESS_REVIEW: Behavior = Behavior {
+        review: Some(access_review::subject_access),
+        ..PLAIN
+    };
+    static LOCAL_SUBJECT_ACCESS_REVIEW: Behavior = Behavior {
+        review: Some(access_review::local_subject_access),
+        ..PLAIN
+    };
+    static SELF_SUBJECT_ACCESS_REVIEW: Behavior = Behavior {
+        review: Some(access_review::self_subject_access),
         ..PLAIN
     };
     static RULES_REVIEW: Behavior = Behavior {
-        review: Some(allow_all_rules),
-        ..PLAIN
-    };
-    static TOKEN_REVIEW: Behavior = Behavior {
-        review: Some(authenticate),
+        review: Some(access_review::self_subject_rules),
         ..PLAIN
     };
     static SELF_REVIEW: Behavior = Behavior {
-        review: Some(whoami),
+        review: Some(access_review::self_subject),
         ..PLAIN
     };
     static PLAIN_STATIC: Behavior = PLAIN;
@@ -300,42 +309,13 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         ("certificates.k8s.io", "certificatesigningrequests") => &CSRS,
         ("rbac.authorization.k8s.io", _) => &RBAC,
         ("apiextensions.k8s.io", "customresourcedefinitions") => &CRDS,
-        (
-            "authorization.k8s.io",
-            "selfsubjectaccessreviews" | "subjectaccessreviews" | "localsubjectaccessreviews",
-        ) => &ACCESS_REVIEW,
+        ("authorization.k8s.io", "subjectaccessreviews") => &SUBJECT_ACCESS_REVIEW,
+        ("authorization.k8s.io", "localsubjectaccessreviews") => &LOCAL_SUBJECT_ACCESS_REVIEW,
+        ("authorization.k8s.io", "selfsubjectaccessreviews") => &SELF_SUBJECT_ACCESS_REVIEW,
         ("authorization.k8s.io", "selfsubjectrulesreviews") => &RULES_REVIEW,
-        ("authentication.k8s.io", "tokenreviews") => &TOKEN_REVIEW,
         ("authentication.k8s.io", "selfsubjectreviews") => &SELF_REVIEW,
         _ => &PLAIN_STATIC,
     }
-}
-
-// The fake has no authentication or authorisation: every subject is the admin and may do anything.
-
-fn admin() -> Value {
-    json!({"username": "tollgate-admin", "groups": ["system:masters", "system:authenticated"]})
-}
-
-fn allow_access(review: &mut Value) {
-    review["status"] =
-        json!({"allowed": true, "reason": "the tollgate fake API server allows everything"});
-}
-
-fn allow_all_rules(review: &mut Value) {
-    review["status"] = json!({
-        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-        "incomplete": false,
-    });
-}
-
-fn authenticate(review: &mut Value) {
-    review["status"] = json!({"authenticated": true, "user": admin()});
-}
-
-fn whoami(review: &mut Value) {
-    review["status"] = json!({"userInfo": admin()});
 }
 
 /// The behaviour of custom resources.

@@ -9,6 +9,7 @@ use http::{HeaderMap, header};
 
 use super::Shared;
 use crate::error::ApiError;
+use crate::semantics::rbac::User;
 
 /// The tokens an endpoint accepts.
 pub struct Authenticator {
@@ -19,25 +20,47 @@ impl Authenticator {
     pub fn new(admin_token: String) -> Self {
         Authenticator { admin_token }
     }
+}
 
-    /// `Ok` when the request carries a token this server knows, else the 401 to answer.
-    pub fn check(&self, shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
-        let token = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(unauthorized)?;
-        // Digests are compared, so that timing tells nothing about how much of a guess was right.
-        let digest = |t: &str| ring::digest::digest(&ring::digest::SHA256, t.as_bytes());
-        let admin = digest(token).as_ref() == digest(&self.admin_token).as_ref();
-        if admin || shared.store().service_account_user(token).is_some() {
-            Ok(())
-        } else {
-            Err(unauthorized())
-        }
+/// Who a request is from, or the 401 to answer.
+///
+/// An endpoint with an [`Authenticator`] takes its own token (the admin) and ServiceAccount tokens
+/// it issued; anything else is refused. An endpoint without one (in-process clients, a served fake
+/// without `--token`) takes every request as the admin's, except one carrying a ServiceAccount
+/// token it issued: that one is the account's, and RBAC decides what it may do. Such a token that
+/// no longer holds (expired, its account gone) is refused there too.
+pub fn authenticate(
+    auth: Option<&Authenticator>,
+    shared: &Shared,
+    headers: &HeaderMap,
+) -> Result<User, ApiError> {
+    let token = bearer_token(headers);
+    let Some(auth) = auth else {
+        return match token.map(|t| shared.store().token_user(t)) {
+            None | Some(Err(None)) => Ok(User::admin()),
+            Some(Ok(info)) => Ok(User::from_info(info)),
+            Some(Err(Some(_))) => Err(unauthorized()),
+        };
+    };
+    let token = token.ok_or_else(unauthorized)?;
+    // Digests are compared, so that timing tells nothing about how much of a guess was right.
+    let digest = |t: &str| ring::digest::digest(&ring::digest::SHA256, t.as_bytes());
+    if digest(token).as_ref() == digest(&auth.admin_token).as_ref() {
+        return Ok(User::admin());
     }
+    match shared.store().token_user(token) {
+        Ok(info) => Ok(User::from_info(info)),
+        Err(_) => Err(unauthorized()),
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header; the scheme in any case, as Go's
+/// bearer-token authenticator reads it.
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// kube-apiserver's 401: the same words whatever was wrong, so that nothing leaks.
@@ -56,6 +79,21 @@ pub fn generate_token() -> Result<String, ring::error::Unspecified> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        let token = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, value.parse().unwrap());
+            bearer_token(&headers).map(String::from)
+        };
+        assert_eq!(token("Bearer abc").as_deref(), Some("abc"));
+        assert_eq!(token("bearer abc").as_deref(), Some("abc"));
+        assert_eq!(token("BEARER abc ").as_deref(), Some("abc"));
+        assert_eq!(token("Basic abc"), None);
+        assert_eq!(token("Bearer "), None);
+        assert_eq!(token("Bearer"), None);
+    }
 
     #[test]
     fn generated_tokens_are_long_and_differ() {

@@ -2,6 +2,7 @@
 //! in-process (no socket); the TCP server wraps the same service for kubectl and other processes.
 
 pub mod auth;
+mod authorize;
 mod discovery;
 pub(crate) mod encode;
 mod openapi;
@@ -27,6 +28,7 @@ use crate::clock::Clock;
 use crate::error::{ApiError, ApiResult, FieldCause};
 use crate::faults::{Faults, RequestInfo, Verb};
 use crate::semantics::patch::{PatchKind, unsupported_patch};
+use crate::semantics::rbac::User;
 use crate::semantics::selectors::{FieldSelector, LabelSelector};
 use crate::store::{
     Answer, DeleteOptions, ListOptions, Propagation, Store, Subresource, WriteOptions,
@@ -88,10 +90,10 @@ where
                     "partitioned by a fault",
                 ));
             }
-            if let Some(Err(e)) = auth.map(|a| a.check(&shared, req.headers())) {
-                return Ok(error_response(&e));
+            match auth::authenticate(auth.as_deref(), &shared, req.headers()) {
+                Ok(user) => Ok(handle(shared, req, &user).await),
+                Err(e) => Ok(error_response(&e)),
             }
-            Ok(handle(shared, req).await)
         })
     }
 }
@@ -163,7 +165,7 @@ impl Query {
     }
 }
 
-async fn handle<B>(shared: Arc<Shared>, req: Request<B>) -> Response<ResponseBody>
+async fn handle<B>(shared: Arc<Shared>, req: Request<B>, user: &User) -> Response<ResponseBody>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -179,6 +181,10 @@ where
         return resp;
     };
     let mut query = Query::parse(parts.uri.query());
+    // Before the body is read, as kube-apiserver's filters do.
+    if let Err(e) = authorize::check(&*shared.store(), user, &parts.method, &path, &query) {
+        return error_response(&e);
+    }
     let legacy_watch = match parts.method {
         Method::GET => route::legacy_watch(&path, &mut query),
         _ => None,
@@ -295,6 +301,7 @@ where
                 body: &body,
                 view,
                 user_agent,
+                user,
             };
             let answer = serve_resource(&shared, path, req).await;
             Ok(warn_deprecated(answer, &shared, &deprecated))
@@ -1050,6 +1057,7 @@ struct RequestParts<'a> {
     body: &'a [u8],
     view: View,
     user_agent: &'a str,
+    user: &'a User,
 }
 
 async fn serve_resource(
@@ -1064,6 +1072,7 @@ async fn serve_resource(
         body,
         view,
         user_agent,
+        user,
     } = req;
     let rt = {
         let store = shared.store();
@@ -1091,6 +1100,7 @@ async fn serve_resource(
         body,
         user_agent,
         view,
+        user,
     };
     if let Some(answer) = subresources::serve(shared, &rt, &path, &call) {
         return answer;
@@ -1139,6 +1149,7 @@ async fn serve_resource(
             dry_run: dry_run(query, body, options)?,
             field_validation: field_validation(query, options)?,
             field_manager: manager.clone(),
+            requester: Some(user.clone()),
         })
     };
     match (method, name) {

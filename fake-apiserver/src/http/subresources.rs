@@ -15,6 +15,7 @@ use crate::catalog::ResourceType;
 use crate::catalog::bootstrap::component_statuses;
 use crate::error::{ApiError, ApiResult};
 use crate::semantics::patch::{PatchKind, unsupported_patch};
+use crate::semantics::rbac::User;
 use crate::store::{CsrWrite, ListPage, WriteOptions};
 
 /// What a request brings besides its path.
@@ -25,6 +26,7 @@ pub(super) struct Call<'a> {
     pub body: &'a [u8],
     pub user_agent: &'a str,
     pub view: View,
+    pub user: &'a User,
 }
 
 type Answer = ApiResult<Response<ResponseBody>>;
@@ -58,6 +60,7 @@ impl Call<'_> {
             dry_run: dry_run(self.query, body, options)?,
             field_validation: field_validation(self.query, options)?,
             field_manager: self.manager(),
+            requester: Some(self.user.clone()),
         })
     }
 

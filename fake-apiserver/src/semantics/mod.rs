@@ -1,6 +1,7 @@
 //! Pure API semantics, testable without HTTP: names, selectors, patches, metadata validation,
 //! event version conversion.
 
+pub mod access_review;
 pub mod admission;
 pub mod apply;
 pub mod event_versions;
@@ -9,6 +10,7 @@ pub mod meta;
 pub mod names;
 pub mod patch;
 pub mod pod_spec;
+pub mod rbac;
 pub mod schema;
 pub mod selectors;
 pub mod strategic;

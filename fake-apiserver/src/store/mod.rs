@@ -198,6 +198,8 @@ pub struct WriteOptions {
     /// Who writes (`fieldManager`, or the client's user agent): recorded in `metadata.managedFields`.
     /// Empty: not recorded (the server's own writes).
     pub field_manager: String,
+    /// Who asks, for the answers that depend on it (access reviews); `None` is the admin.
+    pub requester: Option<crate::semantics::rbac::User>,
 }
 
 /// What the server does with fields a kind does not have (`fieldValidation`). They are dropped in

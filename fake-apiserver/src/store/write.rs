@@ -10,6 +10,7 @@ use super::{
 };
 use crate::catalog::{Lifecycle, ResourceType, crd_types};
 use crate::error::{ApiError, ApiResult, FieldCause, success_status};
+use crate::semantics::access_review::Reviewer;
 use crate::semantics::meta::{
     finalizers, is_deleting, owner_uids, removable, remove_fields, set_finalizers, unknown_fields,
     validate_metadata,
@@ -17,6 +18,7 @@ use crate::semantics::meta::{
 use crate::semantics::names::MAX_GENERATE_NAME_PREFIX;
 use crate::semantics::patch::{PatchKind, apply_patch};
 use crate::semantics::pod_spec;
+use crate::semantics::rbac::User;
 use crate::semantics::validation;
 
 /// The answer to a delete: the object when it still exists (finalizers pending) or the kind returns
@@ -280,7 +282,12 @@ impl Store {
         if rt.create_only {
             // Reviews and the like are answered, never stored.
             if let Some(answer) = rt.behavior.review {
-                answer(&mut obj);
+                let admin = User::admin();
+                let reviewer = Reviewer {
+                    user: opts.requester.as_ref().unwrap_or(&admin),
+                    policy: &*self,
+                };
+                answer(&mut obj, &reviewer)?;
             }
             return Ok(Answer::Uncommitted(obj));
         }

@@ -6,6 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -108,9 +109,31 @@ async fn service_account_tokens_the_server_issued_are_accepted_until_their_accou
     };
     let token = issue(accounts.clone()).await;
     let robot = client_with_token(&served, Some(&token)).await;
+    // Accepted, as the account: it may do what RBAC grants it, and nothing yet.
+    match list_secrets(robot.clone()).await {
+        Err(kube::Error::Api(status)) => assert_eq!(
+            (status.code, status.message.as_str()),
+            (
+                403,
+                "secrets is forbidden: User \"system:serviceaccount:default:robot\" cannot list resource \"secrets\" in API group \"\" at the cluster scope"
+            )
+        ),
+        other => panic!("expected 403 Forbidden, got {other:?}"),
+    }
+    let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
+    let view: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "robot-is-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}],
+    }))
+    .expect("a binding");
+    bindings
+        .create(&PostParams::default(), &view)
+        .await
+        .expect("binding created");
     list_secrets(robot.clone())
         .await
-        .expect("an issued token is accepted");
+        .expect("an issued token is accepted, and its account now bound");
 
     // A token signed by another server (with its own keys) is not.
     let other = Served::start_locked().await;

@@ -1,11 +1,12 @@
 //! The subresources and virtual kinds that are more than a view of the stored object: pod binding,
 //! eviction, ephemeral containers and the streaming subresources' refusals (`pods`), certificate
-//! approval (`csr`), service account tokens and TokenReview (`tokens`), and what a fresh cluster
-//! holds (`bootstrap`).
+//! approval (`csr`), service account tokens and TokenReview (`tokens`), the RBAC objects as
+//! authorization reads them (`rbac`), and what a fresh cluster holds (`bootstrap`).
 
 mod bootstrap;
 mod csr;
 mod pods;
+mod rbac;
 mod tokens;
 
 pub use csr::CsrWrite;

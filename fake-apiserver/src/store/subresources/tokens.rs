@@ -309,10 +309,10 @@ impl Store {
     }
 
     /// The user a bearer token authenticates as when sent to this server: a ServiceAccount token
-    /// it issued, for its own audience, unexpired and still bound to live objects.
-    pub fn service_account_user(&self, token: &str) -> Option<Value> {
+    /// it issued, for its own audience, unexpired and still bound to live objects. `Err(None)`:
+    /// not a token of this server's; `Err(Some(why))`: one of its tokens that no longer holds.
+    pub fn token_user(&self, token: &str) -> Result<Value, Option<String>> {
         self.authenticate(token, &[ISSUER.to_string()])
-            .ok()
             .map(|status| status["user"].clone())
     }
 

@@ -43,6 +43,7 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+mod authorization;
 mod bootstrap;
 mod bytes;
 mod crd;
@@ -342,6 +343,55 @@ impl Env {
         headers: &[(&str, &str)],
         body: impl Into<Vec<u8>>,
     ) -> Raw {
+        raw_by(&self.client, method, path, headers, body).await
+    }
+
+    /// A client of the target that authenticates with this bearer token only (no client
+    /// certificate), as a ServiceAccount's pod would.
+    pub async fn client_with_token(&self, token: &str) -> Client {
+        let bearer = http::HeaderValue::from_str(&format!("Bearer {token}")).expect("a header");
+        match &self.fake {
+            Some(fake) => {
+                let service = tower::ServiceBuilder::new()
+                    .map_request(move |mut req: http::Request<kube::client::Body>| {
+                        req.headers_mut()
+                            .insert(http::header::AUTHORIZATION, bearer.clone());
+                        req
+                    })
+                    .service(fake.service());
+                Client::new(service, self.ns.clone())
+            }
+            None => {
+                let cp = control_plane::testing::shared()
+                    .await
+                    .expect("the control plane runs");
+                let kubeconfig =
+                    kube::config::Kubeconfig::read_from(cp.kubeconfig()).expect("its kubeconfig");
+                let mut config = kube::Config::from_custom_kubeconfig(
+                    kubeconfig,
+                    &kube::config::KubeConfigOptions::default(),
+                )
+                .await
+                .expect("a config");
+                config.auth_info = kube::config::AuthInfo {
+                    token: Some(token.to_string().into()),
+                    ..Default::default()
+                };
+                Client::try_from(config).expect("a client")
+            }
+        }
+    }
+}
+
+/// A raw HTTP exchange through `client`, with these headers (empty values are left out).
+pub async fn raw_by(
+    client: &Client,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Vec<u8>>,
+) -> Raw {
+    {
         let mut req = http::Request::builder().method(method).uri(path);
         for (k, v) in headers {
             if !v.is_empty() {
@@ -351,7 +401,7 @@ impl Env {
         let req = req
             .body(kube::client::Body::from(body.into()))
             .expect("request builds");
-        let resp = self.client.send(req).await.expect("the server answers");
+        let resp = client.send(req).await.expect("the server answers");
         let code = resp.status().as_u16();
         let headers = resp.headers().clone();
         let bytes = resp
@@ -368,7 +418,9 @@ impl Env {
             text,
         }
     }
+}
 
+impl Env {
     async fn clean_up(&self) {
         let paths: Vec<String> = self
             .cleanup
