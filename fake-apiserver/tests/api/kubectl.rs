@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::tcp::{Served, kubectl};
+use crate::tcp::{Served, client_from, kubectl};
 
 fn run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     use std::io::Write;
@@ -258,4 +258,73 @@ async fn client_side_apply_removes_list_entries_dropped_from_the_manifest() {
     })
     .await
     .expect("kubectl thread");
+}
+
+/// A ServiceAccount that may read ConfigMaps in `default`, and a ConfigMap to read.
+const ROBOT: &str = r#"
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: robot, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: cm-reader, namespace: default}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: cm-reader, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: cm-reader}
+subjects: [{kind: ServiceAccount, name: robot, namespace: default}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app, namespace: default}
+data: {mode: fast}
+"#;
+
+#[tokio::test]
+async fn kubectl_sets_up_a_service_account_whose_token_rbac_limits() {
+    let Some(_) = kubectl() else { return };
+    // kubectl sends a bearer token over HTTPS only.
+    let served = Served::start_locked().await;
+    let kc = served.kubeconfig();
+    // kubectl's imperative `create <kind>`, `create token` and `auth can-i` send protobuf, which
+    // the fake does not read: the objects are applied as YAML and the token asked for as JSON.
+    let applied = kc.clone();
+    tokio::task::spawn_blocking(move || ok(&applied, &["apply", "-f", "-"], Some(ROBOT)))
+        .await
+        .expect("kubectl apply");
+    let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        kube::Api::namespaced(client_from(&kc).await, "default");
+    let request = serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let issued: serde_json::Value = accounts
+        .create_subresource("token", "robot", &Default::default(), &request)
+        .await
+        .expect("token issued");
+    let token = issued["status"]["token"]
+        .as_str()
+        .expect("a token")
+        .to_string();
+    tokio::task::spawn_blocking(move || {
+        let robot = |args: &[&str]| {
+            let mut with_token = vec!["--token", token.trim()];
+            with_token.extend_from_slice(args);
+            run(&kc, &with_token, None)
+        };
+        let said = |out: &Output| String::from_utf8_lossy(&out.stdout).trim().to_string();
+
+        let read = robot(&["get", "configmap", "app", "-o", "jsonpath={.data.mode}"]);
+        assert_eq!(said(&read), "fast");
+        let refused = robot(&["delete", "configmap", "app"]);
+        assert!(!refused.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&refused.stderr).trim(),
+            "Error from server (Forbidden): configmaps \"app\" is forbidden: User \"system:serviceaccount:default:robot\" cannot delete resource \"configmaps\" in API group \"\" in the namespace \"default\""
+        );
+        // The admin's kubeconfig still may.
+        ok(&kc, &["delete", "configmap", "app"], None);
+    })
+    .await
+    .expect("kubectl steps");
 }
