@@ -43,6 +43,9 @@ pub(crate) fn watches(client: &Client, checks: &Checks) -> Vec<(Owner, Watch)> {
     core.chain(of_checks).collect()
 }
 
+/// The pause after a pass that failed, doubled with each failure in a row (up to 32 times).
+const FAILED_PASS_BACKOFF: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Runs the controller until its task is dropped or a watch ends.
 pub async fn run(client: Client, options: Options) -> Result<(), Error> {
     let mut checks = admissionchecks::registered(&options);
@@ -59,13 +62,22 @@ pub async fn run(client: Client, options: Options) -> Result<(), Error> {
     let mut changes = stream::select_all(streams);
     let mut world = World::default();
     let mut reconciler = Reconciler::new(Writer::new(client, options.clock), options);
+    let mut failed_passes = 0u32;
+    // After a failed pass the next one runs at once, changes or not.
+    let mut retry = false;
     loop {
+        // Timers wait for every watch's first list: no pass runs before (below), so a due timer
+        // would wake the loop again at once, and virtual time, which moves only when every task
+        // waits, would stop, with it the backoff of the watch still listing.
+        let synced_all = synced.iter().all(|s| *s);
         let wake = checks
             .iter()
             .filter_map(|c| c.next_wake())
             .chain(reconciler.next_wake())
-            .min();
+            .min()
+            .filter(|_| synced_all);
         let change = match wake {
+            _ if std::mem::take(&mut retry) => None,
             Some(at) => {
                 let deadline = reconciler.clock().instant_of(at);
                 tokio::select! {
@@ -92,7 +104,20 @@ pub async fn run(client: Client, options: Options) -> Result<(), Error> {
         }
         if synced.iter().all(|s| *s) {
             reconciler.timers_due();
-            reconciler.reconcile(&mut world, &mut checks).await?;
+            // A failed request (500, throttling, a dropped connection) is retried after a pause,
+            // as Kueue requeues a failed reconcile; it does not end the controller.
+            match reconciler.reconcile(&mut world, &mut checks).await {
+                Ok(()) => failed_passes = 0,
+                Err(Error::Api(e)) => {
+                    failed_passes += 1;
+                    let pause = FAILED_PASS_BACKOFF * 2u32.pow(failed_passes.min(5));
+                    tracing::warn!(error = %e, ?pause, "a pass failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    reconciler.resync(&world);
+                    retry = true;
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
 }

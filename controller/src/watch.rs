@@ -12,6 +12,7 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Client, Resource};
 
 use crate::lean;
+use support::backoff::WatchBackoff;
 use support::mirror::Mirror;
 
 /// A watch event of some kind, as its watch delivers it.
@@ -45,7 +46,7 @@ where
     crate::rbac::check::<K>(None, "list");
     crate::rbac::check::<K>(None, "watch");
     let stream = lean::watcher::<K>(client.clone(), config)
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .filter_map(|ev| {
             let out = match ev {
                 Ok(ev) => Some(Delivery {

@@ -103,7 +103,7 @@ where
 {
     let api: Api<K> = Api::all(client.clone());
     watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
+        .backoff(support::backoff::WatchBackoff::default())
         .boxed()
 }
 

@@ -6,7 +6,9 @@
 //! - [`quantity`]: exact Kubernetes quantities and Kueue's scheduler units.
 //! - [`pod`]: a pod's effective requests and kube-scheduler's node predicates.
 //! - [`mirror`]: one kind's objects as a watch delivers them, re-lists included.
+//! - [`backoff`]: the pause between a watch's failed attempts, without random jitter.
 
+pub mod backoff;
 pub mod clock;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;

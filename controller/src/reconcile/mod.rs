@@ -241,6 +241,17 @@ impl Reconciler {
         }
     }
 
+    /// After a pass that failed part-way: whatever it had taken up may be half done, so the
+    /// next pass looks at everything again, as a resync would. Passes work from the state they
+    /// find, so what already happened is not done twice.
+    pub fn resync(&mut self, world: &World) {
+        self.jobs.dirty.extend(world.jobs.keys().cloned());
+        self.workloads.dirty.extend(world.workloads.keys().cloned());
+        self.for_checks
+            .extend(world.workloads.keys().cloned().map(ForChecks::Due));
+        self.flavor_changed(world, None, None);
+    }
+
     fn flavor_changed(
         &mut self,
         world: &World,

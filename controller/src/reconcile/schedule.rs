@@ -2,6 +2,7 @@
 //! quota, and reserve quota for what fits, preempt for what could fit, and tell the rest why not.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use api::constants::{workload_condition as cond, workload_reason as reason};
 use api::kueue::{Admission, Workload, WorkloadStatus};
@@ -17,7 +18,7 @@ use crate::resources;
 use crate::resources::Transformer;
 use crate::scheduler::cycle_backoff::CycleBackoff;
 use crate::scheduler::queue::Parked;
-use crate::scheduler::queue::Queues;
+use crate::scheduler::queue::{Entry, Queues};
 use crate::scheduler::{
     Assignment, ClusterQueueSnapshot, Mode, PendingWorkload, PodSetRequest, ReservedWorkload,
     Snapshot, Target, find_targets, preemption_message,
@@ -110,91 +111,23 @@ impl Reconciler {
                 entries.push((assignment.borrows, entry, cq, wl, pending));
             }
             entries.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-            let mut preempted: BTreeSet<String> = BTreeSet::new();
-            let mut admitted = false;
-            for (_, entry, cq, wl, pending) in entries {
-                let assignment = crate::scheduler::assign_flavors(snap, &cq, &pending);
-                tracing::debug!(
-                    workload = %entry.key,
-                    cluster_queue = %cq,
-                    mode = ?assignment.mode,
-                    borrows = assignment.borrows,
-                    "attempting to schedule"
-                );
-                self.options.metrics.attempt(assignment.mode == Mode::Fit);
-                match assignment.mode {
-                    Mode::Fit => {
-                        if let Some(reserved) = self.reserve(world, &cq, &wl, &assignment).await? {
-                            snap.add_workload(&cq, reserved);
-                            self.scheduler.queues.admitted(&entry.key);
-                            progressed = true;
-                            admitted = true;
-                        } else {
-                            self.scheduler.queues.park(&cq, entry, Parked::Other);
-                        }
-                    }
-                    Mode::Preempt => {
-                        let targets = find_targets(snap, &cq, &pending, &assignment);
-                        let overlapping = targets.iter().any(|t| preempted.contains(&t.key));
-                        tracing::debug!(
-                            workload = %entry.key,
-                            targets = ?targets.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(),
-                            overlapping,
-                            "preemption targets"
-                        );
-                        let why = if targets.is_empty() {
-                            Parked::NoFit
-                        } else {
-                            Parked::Other
-                        };
-                        let message = if targets.is_empty() || overlapping {
-                            assignment.message()
-                        } else {
-                            let (mut issued, mut failed) = (0, 0);
-                            for t in &targets {
-                                preempted.insert(t.key.clone());
-                                match self.preempt(world, snap, &wl, &cq, t).await {
-                                    Ok(()) => issued += 1,
-                                    Err(e) => {
-                                        tracing::warn!(victim = %t.key, error = %e, "preemption failed");
-                                        failed += 1;
-                                    }
-                                }
-                            }
-                            if issued > 0 {
-                                // As in Kueue, the victims hold their quota until it is
-                                // released and the preemptor's share is set aside on top, so
-                                // nothing else in the cohort takes the room in this cycle.
-                                snap.set_aside(&cq, &assignment.usage);
-                                progressed = true;
-                                format!(
-                                    "{}. Pending the preemption of {issued} workload(s)",
-                                    assignment.message(),
-                                )
-                            } else {
-                                // Tried again at the next cycle, as Kueue requeues an entry
-                                // whose preemptions all failed (PreemptionFailed).
-                                self.scheduler.requeue.insert(cq.clone());
-                                format!(
-                                    "{}. Preempting {failed} workload(s) failed, will retry.",
-                                    assignment.message(),
-                                )
-                            }
-                        };
-                        progressed |= self
-                            .still_pending(world, &wl, reason::WAITING_FOR_QUOTA, &message)
-                            .await?;
-                        self.scheduler.queues.park(&cq, entry, why);
-                    }
-                    Mode::NoFit => {
-                        let why = no_fit_reason(&assignment);
-                        progressed |= self
-                            .still_pending(world, &wl, why, &assignment.message())
-                            .await?;
-                        self.scheduler.queues.park(&cq, entry, Parked::NoFit);
-                    }
+            // The heads were taken out of their queues; a failed write must not lose them.
+            let taken: Vec<(String, Entry)> = entries
+                .iter()
+                .map(|(_, entry, cq, _, _)| (cq.clone(), entry.clone()))
+                .collect();
+            let admitted = match self.try_heads(world, snap, entries).await {
+                Ok((wrote, admitted)) => {
+                    progressed |= wrote;
+                    admitted
                 }
-            }
+                Err(e) => {
+                    for (cq, entry) in taken {
+                        self.scheduler.queues.put_back(&cq, entry);
+                    }
+                    return Err(e);
+                }
+            };
             let pause = self.scheduler.cycle_backoff.after_cycle(admitted);
             if !pause.is_zero() {
                 self.scheduler.not_before = now.checked_add(pause).ok();
@@ -202,6 +135,103 @@ impl Reconciler {
             }
         }
         Ok(progressed)
+    }
+
+    /// One cycle's heads, in order: admitted, preempted for, or parked. Whether it wrote
+    /// anything, and whether it admitted anything.
+    async fn try_heads(
+        &mut self,
+        world: &mut World,
+        snap: &mut Snapshot,
+        entries: Vec<(bool, Entry, String, Arc<Workload>, PendingWorkload)>,
+    ) -> Result<(bool, bool), Error> {
+        let mut progressed = false;
+        let mut preempted: BTreeSet<String> = BTreeSet::new();
+        let mut admitted = false;
+        for (_, entry, cq, wl, pending) in entries {
+            let assignment = crate::scheduler::assign_flavors(snap, &cq, &pending);
+            tracing::debug!(
+                workload = %entry.key,
+                cluster_queue = %cq,
+                mode = ?assignment.mode,
+                borrows = assignment.borrows,
+                "attempting to schedule"
+            );
+            self.options.metrics.attempt(assignment.mode == Mode::Fit);
+            match assignment.mode {
+                Mode::Fit => {
+                    if let Some(reserved) = self.reserve(world, &cq, &wl, &assignment).await? {
+                        snap.add_workload(&cq, reserved);
+                        self.scheduler.queues.admitted(&entry.key);
+                        progressed = true;
+                        admitted = true;
+                    } else {
+                        self.scheduler.queues.park(&cq, entry, Parked::Other);
+                    }
+                }
+                Mode::Preempt => {
+                    let targets = find_targets(snap, &cq, &pending, &assignment);
+                    let overlapping = targets.iter().any(|t| preempted.contains(&t.key));
+                    tracing::debug!(
+                        workload = %entry.key,
+                        targets = ?targets.iter().map(|t| t.key.as_str()).collect::<Vec<_>>(),
+                        overlapping,
+                        "preemption targets"
+                    );
+                    let why = if targets.is_empty() {
+                        Parked::NoFit
+                    } else {
+                        Parked::Other
+                    };
+                    let message = if targets.is_empty() || overlapping {
+                        assignment.message()
+                    } else {
+                        let (mut issued, mut failed) = (0, 0);
+                        for t in &targets {
+                            preempted.insert(t.key.clone());
+                            match self.preempt(world, snap, &wl, &cq, t).await {
+                                Ok(()) => issued += 1,
+                                Err(e) => {
+                                    tracing::warn!(victim = %t.key, error = %e, "preemption failed");
+                                    failed += 1;
+                                }
+                            }
+                        }
+                        if issued > 0 {
+                            // As in Kueue, the victims hold their quota until it is
+                            // released and the preemptor's share is set aside on top, so
+                            // nothing else in the cohort takes the room in this cycle.
+                            snap.set_aside(&cq, &assignment.usage);
+                            progressed = true;
+                            format!(
+                                "{}. Pending the preemption of {issued} workload(s)",
+                                assignment.message(),
+                            )
+                        } else {
+                            // Tried again at the next cycle, as Kueue requeues an entry
+                            // whose preemptions all failed (PreemptionFailed).
+                            self.scheduler.requeue.insert(cq.clone());
+                            format!(
+                                "{}. Preempting {failed} workload(s) failed, will retry.",
+                                assignment.message(),
+                            )
+                        }
+                    };
+                    progressed |= self
+                        .still_pending(world, &wl, reason::WAITING_FOR_QUOTA, &message)
+                        .await?;
+                    self.scheduler.queues.park(&cq, entry, why);
+                }
+                Mode::NoFit => {
+                    let why = no_fit_reason(&assignment);
+                    progressed |= self
+                        .still_pending(world, &wl, why, &assignment.message())
+                        .await?;
+                    self.scheduler.queues.park(&cq, entry, Parked::NoFit);
+                }
+            }
+        }
+        Ok((progressed, admitted))
     }
 
     /// What the scheduler needs to know of a workload: its requests after transformations.

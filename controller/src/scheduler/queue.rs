@@ -203,6 +203,23 @@ impl Queues {
         }
     }
 
+    /// A head taken by [`Queues::heads`] whose cycle ended before deciding on it (a write
+    /// failed): back in its queue as it was, unless it has moved or left since.
+    pub fn put_back(&mut self, cq: &str, entry: Entry) {
+        if self
+            .placed
+            .get(&entry.key)
+            .is_none_or(|(c, e)| c != cq || e != &entry)
+        {
+            return;
+        }
+        if let Some(q) = self.queues.get_mut(cq)
+            && !q.inadmissible.contains(&entry)
+        {
+            q.insert(entry);
+        }
+    }
+
     /// A head that was admitted leaves the queues.
     pub fn admitted(&mut self, key: &str) {
         self.placed.remove(key);

@@ -123,20 +123,20 @@ async fn run(
     let clock = support::Clock::anchored(ctx.start_wall, ctx.start);
     let watch = |client: &kube::Client| {
         let jobs = watcher::watcher(Api::<Job>::all(client.clone()), watcher::Config::default())
-            .default_backoff()
+            .backoff(support::backoff::WatchBackoff::default())
             .map(|e| e.map(|e| Change::Job(Box::new(e))))
             .boxed();
         let mut streams = vec![jobs];
         if with_pods {
             streams.push(
                 watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
-                    .default_backoff()
+                    .backoff(support::backoff::WatchBackoff::default())
                     .map(|e| e.map(|e| Change::Node(Box::new(e))))
                     .boxed(),
             );
             streams.push(
                 watcher::watcher(Api::<Pod>::all(client.clone()), watcher::Config::default())
-                    .default_backoff()
+                    .backoff(support::backoff::WatchBackoff::default())
                     .map(|e| e.map(|e| Change::Pod(Box::new(e))))
                     .boxed(),
             );

@@ -68,7 +68,38 @@ pub fn run_blocking(scenario: &Scenario, registry: &Registry) -> Result<Outcome,
         .start_paused(true)
         .build()
         .map_err(|e| format!("starting a tokio runtime: {e}"))?;
+    let _watchdog = Watchdog::start(&scenario.file);
     runtime.block_on(run(scenario, registry))
+}
+
+/// Ends the process when a run outlasts [`WALL_LIMIT`]. Scenarios take milliseconds of wall time;
+/// one that does not end has a task that never waits, which stops virtual time (it moves only
+/// when every task waits), so nothing within the run can time out. Dropping it disarms it.
+struct Watchdog {
+    _done: std::sync::mpsc::Sender<()>,
+}
+
+/// How long a scenario may run on the wall clock.
+const WALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl Watchdog {
+    fn start(file: &str) -> Watchdog {
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let file = file.to_string();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                finished.recv_timeout(WALL_LIMIT)
+            {
+                eprintln!(
+                    "{file}: still running after {} s of wall time; virtual time has stopped \
+                     (a task that never waits)",
+                    WALL_LIMIT.as_secs()
+                );
+                std::process::exit(101);
+            }
+        });
+        Watchdog { _done: done }
+    }
 }
 
 /// Run a scenario in a fresh embedded environment. Call it inside a paused runtime for virtual time.

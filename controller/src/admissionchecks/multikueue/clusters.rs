@@ -688,7 +688,7 @@ fn secrets_watch(client: &Client, namespace: &str) -> Watch {
     crate::rbac::check::<Secret>(None, "watch");
     let api: Api<Lean<Secret>> = Api::namespaced(client.clone(), namespace);
     let stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
+        .backoff(support::backoff::WatchBackoff::default())
         .filter_map(|ev| {
             let out = match ev {
                 Ok(ev) => {
