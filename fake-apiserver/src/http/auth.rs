@@ -5,6 +5,9 @@
 //! Two kinds of token are known: the endpoint's own (the admin's, written into its kubeconfig)
 //! and ServiceAccount tokens this server issued (TokenRequest), for its audience and unexpired.
 
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
 use http::{HeaderMap, header};
 
 use super::Shared;
@@ -33,12 +36,12 @@ pub fn authenticate(
     auth: Option<&Authenticator>,
     shared: &Shared,
     headers: &HeaderMap,
-) -> Result<User, ApiError> {
+) -> Result<Cow<'static, User>, ApiError> {
     let token = bearer_token(headers);
     let Some(auth) = auth else {
         return match token.map(|t| shared.store().token_user(t)) {
-            None | Some(Err(None)) => Ok(User::admin()),
-            Some(Ok(info)) => Ok(User::from_info(info)),
+            None | Some(Err(None)) => Ok(Cow::Borrowed(admin())),
+            Some(Ok(info)) => Ok(Cow::Owned(User::from_info(info))),
             Some(Err(Some(_))) => Err(unauthorized()),
         };
     };
@@ -46,12 +49,18 @@ pub fn authenticate(
     // Digests are compared, so that timing tells nothing about how much of a guess was right.
     let digest = |t: &str| ring::digest::digest(&ring::digest::SHA256, t.as_bytes());
     if digest(token).as_ref() == digest(&auth.admin_token).as_ref() {
-        return Ok(User::admin());
+        return Ok(Cow::Borrowed(admin()));
     }
     match shared.store().token_user(token) {
-        Ok(info) => Ok(User::from_info(info)),
+        Ok(info) => Ok(Cow::Owned(User::from_info(info))),
         Err(_) => Err(unauthorized()),
     }
+}
+
+/// The admin, made once: nearly every request is the admin's.
+fn admin() -> &'static User {
+    static ADMIN: LazyLock<User> = LazyLock::new(User::admin);
+    &ADMIN
 }
 
 /// The token of an `Authorization: Bearer <token>` header; the scheme in any case, as Go's

@@ -91,11 +91,17 @@ where
                 ));
             }
             match auth::authenticate(auth.as_deref(), &shared, req.headers()) {
-                Ok(user) => Ok(handle(shared, req, &user).await),
+                Ok(user) => Ok(handle(shared, req, user.as_ref()).await),
                 Err(e) => Ok(error_response(&e)),
             }
         })
     }
+}
+
+/// Who asks, as a write records it for the answers that depend on it: `None` for the admin, so
+/// that the admin's writes copy nothing.
+fn requester(user: &User) -> Option<User> {
+    (!user.is_master()).then(|| user.clone())
 }
 
 /// A JSON answer, written as kube-apiserver writes it (Go's field order, a trailing newline).
@@ -182,7 +188,7 @@ where
     };
     let mut query = Query::parse(parts.uri.query());
     // Before the body is read, as kube-apiserver's filters do.
-    if let Err(e) = authorize::check(&*shared.store(), user, &parts.method, &path, &query) {
+    if let Err(e) = authorize::check(&shared, user, &parts.method, &path, &query) {
         return error_response(&e);
     }
     let legacy_watch = match parts.method {
@@ -1149,7 +1155,7 @@ async fn serve_resource(
             dry_run: dry_run(query, body, options)?,
             field_validation: field_validation(query, options)?,
             field_manager: manager.clone(),
-            requester: Some(user.clone()),
+            requester: requester(user),
         })
     };
     match (method, name) {

@@ -60,7 +60,7 @@ impl Call<'_> {
             dry_run: dry_run(self.query, body, options)?,
             field_validation: field_validation(self.query, options)?,
             field_manager: self.manager(),
-            requester: Some(self.user.clone()),
+            requester: super::requester(self.user),
         })
     }
 
