@@ -44,7 +44,7 @@ impl Backend {
 #[derive(Debug)]
 pub enum RealOutcome {
     /// It ran; its trace and the components' logs are in `dir`.
-    Ran { outcome: Outcome, dir: PathBuf },
+    Ran { outcome: Box<Outcome>, dir: PathBuf },
     /// It cannot run on real time, and why.
     Skipped(String),
 }
@@ -194,7 +194,10 @@ impl Session {
         drop(env);
         drop(workers);
         drop(control_plane);
-        Ok(RealOutcome::Ran { outcome, dir })
+        Ok(RealOutcome::Ran {
+            outcome: Box::new(outcome),
+            dir,
+        })
     }
 }
 

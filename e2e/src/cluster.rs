@@ -39,6 +39,15 @@ impl EmbeddedCluster {
         EmbeddedCluster { server }
     }
 
+    /// A client for a component, whose requests say so in their `User-Agent`
+    /// ([`component_agent`]): faults can then single out the components' requests.
+    pub fn component_client(&self, component: &str) -> kube::Client {
+        let service = tower::ServiceBuilder::new()
+            .map_request(component_agent(component))
+            .service(self.server.service());
+        kube::Client::new(service, "default")
+    }
+
     pub fn server(&self) -> &FakeApiServer {
         &self.server
     }
@@ -105,5 +114,24 @@ impl Changes {
                 tokio::time::sleep_until(next_poll.min(deadline)).await;
             }
         }
+    }
+}
+
+/// How every component's `User-Agent` starts (then its name): the scenario's own requests carry
+/// none, so a fault limited to this prefix fails the components and never the scenario.
+pub const COMPONENT_USER_AGENT: &str = "tollgate-component/";
+
+/// Sets a component's `User-Agent` on each request.
+pub fn component_agent(
+    component: &str,
+) -> impl Fn(http::Request<kube::client::Body>) -> http::Request<kube::client::Body> + Clone + use<>
+{
+    let agent = http::HeaderValue::from_str(&format!("{COMPONENT_USER_AGENT}{component}"))
+        .unwrap_or(http::HeaderValue::from_static(COMPONENT_USER_AGENT));
+    move |mut request| {
+        request
+            .headers_mut()
+            .insert(http::header::USER_AGENT, agent.clone());
+        request
     }
 }

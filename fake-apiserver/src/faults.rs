@@ -1,6 +1,6 @@
-//! Programmable faults: latency, failing requests, closed watches and network partitions. Chaos and
-//! MultiKueue tests build on these. All timing is on the server's clock, so faults are virtual-time
-//! deterministic; fractions draw from a seeded generator.
+//! Programmable faults: latency, failing requests, dropped connections, closed watches and network
+//! partitions. Chaos and MultiKueue tests build on these. All timing is on the server's clock, so
+//! faults are virtual-time deterministic; fractions draw from a seeded generator.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,12 +33,24 @@ pub struct RequestInfo {
     pub subresource: String,
     pub namespace: String,
     pub name: String,
+    /// The request's `User-Agent` header, empty without one.
+    pub user_agent: String,
+}
+
+/// When a dropped connection is dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropWhen {
+    /// Before the request is served: it never happened.
+    Request,
+    /// After it was served: it happened, but the client never hears so and cannot tell.
+    Answer,
 }
 
 #[derive(Debug, Clone)]
 enum Action {
     Fail(ApiError),
     Delay(Duration),
+    Drop(DropWhen),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -55,8 +67,13 @@ pub struct FaultRule {
     resource: Option<String>,
     namespace: Option<String>,
     name: Option<String>,
+    user_agent: Option<String>,
     action: Action,
     count: Count,
+    /// Kept by [`Faults::clear`]: a background a run lays under its own faults.
+    lasting: bool,
+    /// How many requests it has applied to.
+    fired: u64,
 }
 
 impl FaultRule {
@@ -79,6 +96,24 @@ impl FaultRule {
         ))
     }
 
+    /// Answer matching requests with 429 and `Retry-After`, as kube-apiserver's max-in-flight
+    /// filter does when it is overloaded.
+    pub fn throttle(retry_after_seconds: u32) -> Self {
+        Self::fail_with(ApiError {
+            details: Some(serde_json::json!({ "retryAfterSeconds": retry_after_seconds })),
+            ..ApiError::new(
+                429,
+                "TooManyRequests",
+                "Too many requests, please try again later.",
+            )
+        })
+    }
+
+    /// Drop the connection of matching requests, before they are served or after.
+    pub fn drop_connection(when: DropWhen) -> Self {
+        Self::new(Action::Drop(when))
+    }
+
     /// Answer matching requests with exactly this error.
     pub fn fail_with(error: ApiError) -> Self {
         Self::new(Action::Fail(error))
@@ -95,8 +130,11 @@ impl FaultRule {
             resource: None,
             namespace: None,
             name: None,
+            user_agent: None,
             action,
             count: Count::Always,
+            lasting: false,
+            fired: 0,
         }
     }
 
@@ -119,6 +157,18 @@ impl FaultRule {
 
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// Only requests whose `User-Agent` starts with this: one client's requests, not everyone's.
+    pub fn user_agent(mut self, prefix: impl Into<String>) -> Self {
+        self.user_agent = Some(prefix.into());
+        self
+    }
+
+    /// Survive [`Faults::clear`] (removed only by [`Faults::remove`]).
+    pub fn lasting(mut self) -> Self {
+        self.lasting = true;
         self
     }
 
@@ -147,6 +197,10 @@ impl FaultRule {
         }
         self.namespace.as_ref().is_none_or(|n| *n == req.namespace)
             && self.name.as_ref().is_none_or(|n| *n == req.name)
+            && self
+                .user_agent
+                .as_ref()
+                .is_none_or(|prefix| req.user_agent.starts_with(prefix.as_str()))
     }
 }
 
@@ -159,6 +213,8 @@ pub struct FaultId(u64);
 pub struct Verdict {
     pub delay: Duration,
     pub fail: Option<ApiError>,
+    /// Drop the connection (this wins over `fail`).
+    pub drop: Option<DropWhen>,
 }
 
 struct State {
@@ -207,14 +263,28 @@ impl Faults {
         !self.lock().rules.is_empty()
     }
 
+    /// How many requests the rule `id` has applied to; 0 once it is gone.
+    pub fn fired(&self, id: FaultId) -> u64 {
+        let s = self.lock();
+        s.rules
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map_or(0, |(_, rule)| rule.fired)
+    }
+
     pub fn remove(&self, id: FaultId) {
         self.lock().rules.retain(|(i, _)| *i != id);
     }
 
-    /// Remove every rule and end any partition.
+    /// Draw fractions from a generator seeded so from now on.
+    pub fn reseed(&self, seed: u64) {
+        self.lock().rng = ChaCha8Rng::seed_from_u64(seed);
+    }
+
+    /// Remove every rule but the lasting ones, and end any partition.
     pub fn clear(&self) {
         let mut s = self.lock();
-        s.rules.clear();
+        s.rules.retain(|(_, rule)| rule.lasting);
         s.partitioned_until = None;
     }
 
@@ -279,12 +349,16 @@ impl Faults {
             if !applies {
                 continue;
             }
+            rule.fired += 1;
             match &rule.action {
                 Action::Delay(d) => verdict.delay += *d,
                 Action::Fail(e) => {
                     if verdict.fail.is_none() {
                         verdict.fail = Some(e.clone());
                     }
+                }
+                Action::Drop(when) => {
+                    verdict.drop.get_or_insert(*when);
                 }
             }
         }
@@ -356,6 +430,54 @@ mod tests {
         let a = draw();
         assert_eq!(a, draw());
         assert!(a.iter().any(|x| *x) && a.iter().any(|x| !*x));
+    }
+
+    #[test]
+    fn user_agent_rules_match_only_that_client_and_lasting_rules_survive_clear() {
+        let f = Faults::new(1, Arc::new(|| {}));
+        f.inject(
+            FaultRule::drop_connection(DropWhen::Answer)
+                .user_agent("tollgate-component/")
+                .lasting(),
+        );
+        f.inject(FaultRule::throttle(2));
+        let from = |agent: &str| RequestInfo {
+            user_agent: agent.into(),
+            ..req(Verb::Get, "pods", "p")
+        };
+        let id = f.inject(FaultRule::delay(Duration::from_secs(1)).user_agent("kubectl/"));
+        let component = f.judge(&from("tollgate-component/controller"));
+        assert_eq!(component.drop, Some(DropWhen::Answer));
+        let other = f.judge(&from("kubectl/v1.37.2"));
+        assert_eq!(other.drop, None);
+        assert_eq!(
+            f.fired(id),
+            1,
+            "the delay applied to kubectl's request only"
+        );
+        let throttled = other.fail.expect("the throttle matches everyone");
+        assert_eq!((throttled.code, throttled.reason), (429, "TooManyRequests"));
+        assert_eq!(throttled.details.expect("details")["retryAfterSeconds"], 2);
+        f.clear();
+        assert!(f.judge(&from("kubectl/v1.37.2")).fail.is_none());
+        assert_eq!(
+            f.judge(&from("tollgate-component/autoscaler")).drop,
+            Some(DropWhen::Answer)
+        );
+    }
+
+    #[test]
+    fn reseeding_changes_the_draw_and_repeats_it() {
+        let draw = |seed| {
+            let f = Faults::new(7, Arc::new(|| {}));
+            f.reseed(seed);
+            f.inject(FaultRule::fail(500).fraction(0.5));
+            (0..64)
+                .map(|_| f.judge(&req(Verb::Get, "pods", "p")).fail.is_some())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(draw(3), draw(3));
+        assert_ne!(draw(3), draw(4));
     }
 
     #[tokio::test(start_paused = true)]

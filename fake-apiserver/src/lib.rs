@@ -34,6 +34,6 @@ pub mod tls;
 
 pub use clock::Clock;
 pub use error::ApiError;
-pub use faults::{FaultRule, Faults, Verb};
+pub use faults::{DropWhen, FaultRule, Faults, Verb};
 pub use server::{Builder, FakeApiServer, Security, StartError, TcpServer};
 pub use store::{ChangeFeed, ChangeType, Observed};

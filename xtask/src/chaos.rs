@@ -2,6 +2,8 @@
 //! - `--multikueue`: many seeds of the MultiKueue chaos run (e2e/src/chaos.rs), the `many_seeds`
 //!   test of e2e/tests/multikueue_chaos.rs, ignored in ordinary test runs; it prints the summary
 //!   and each failing seed with its steps.
+//! - `--scenarios`: every scenario with components under faults (e2e/src/scenario/chaos.rs), the
+//!   `scenarios_chaos` test with more seeds than `cargo test` runs.
 //! - `--apiserver`: the load tests of fake-apiserver/tests/api/load.rs at full size.
 
 use std::process::Command as Process;
@@ -31,6 +33,11 @@ pub fn command(mut cargo: Process, seeds: &Seeds) -> Process {
         "--ignored",
         "--nocapture",
     ]);
+    with_seeds(cargo, seeds)
+}
+
+/// The seeds, as both seeded tests read them.
+fn with_seeds(mut cargo: Process, seeds: &Seeds) -> Process {
     match seeds.seed {
         Some(seed) => cargo.env("TOLLGATE_CHAOS_SEED", seed.to_string()),
         None => cargo
@@ -38,6 +45,26 @@ pub fn command(mut cargo: Process, seeds: &Seeds) -> Process {
             .env("TOLLGATE_CHAOS_FIRST", seeds.first.to_string()),
     };
     cargo
+}
+
+/// The scenarios under faults with these seeds, only those whose file name contains `filter`.
+pub fn scenarios(mut cargo: Process, seeds: &Seeds, filter: Option<&str>) -> Process {
+    cargo.args([
+        "test",
+        "--release",
+        "--quiet",
+        "--package",
+        "e2e",
+        "--test",
+        "scenarios_chaos",
+        "--",
+        "--nocapture",
+    ]);
+    if let Some(filter) = filter {
+        // rstest names each case after its file, with `-` as `_`.
+        cargo.arg(filter.replace('-', "_"));
+    }
+    with_seeds(cargo, seeds)
 }
 
 /// The full-size load on the API servers (fake-apiserver/tests/api/load.rs): 64 clients making
@@ -65,10 +92,10 @@ pub fn apiserver_load(mut cargo: Process) -> Process {
 }
 
 /// Say what to run rather than run nothing.
-pub fn check(multikueue: bool, apiserver: bool) -> anyhow::Result<()> {
-    if !multikueue && !apiserver {
+pub fn check(multikueue: bool, scenarios: bool, apiserver: bool) -> anyhow::Result<()> {
+    if !multikueue && !scenarios && !apiserver {
         bail!(
-            "say what to run: `cargo xtask chaos --multikueue` (seeded MultiKueue runs) and/or `--apiserver` (the load on the API servers)"
+            "say what to run: `cargo xtask chaos --multikueue` (seeded MultiKueue runs), `--scenarios` (every scenario under faults) and/or `--apiserver` (the load on the API servers)"
         );
     }
     Ok(())
@@ -122,10 +149,34 @@ mod tests {
 
     #[test]
     fn without_a_run_it_says_what_to_run() {
-        let error = check(false, false).expect_err("nothing to run");
-        assert!(error.to_string().contains("--multikueue"));
-        assert!(error.to_string().contains("--apiserver"));
-        assert!(check(true, false).is_ok() && check(false, true).is_ok());
+        let error = check(false, false, false).expect_err("nothing to run");
+        for flag in ["--multikueue", "--scenarios", "--apiserver"] {
+            assert!(error.to_string().contains(flag), "{error}");
+        }
+        assert!(check(true, false, false).is_ok() && check(false, true, false).is_ok());
+        assert!(check(false, false, true).is_ok());
+    }
+
+    #[test]
+    fn scenarios_run_by_file_name_with_the_seeds_asked_for() {
+        let seeds = Seeds {
+            seeds: 200,
+            first: 1,
+            seed: None,
+        };
+        let cmd = scenarios(Process::new("cargo"), &seeds, Some("job-lifecycle"));
+        let args: Vec<_> = cmd.get_args().filter_map(|a| a.to_str()).collect();
+        assert!(args.contains(&"scenarios_chaos") && args.contains(&"--release"));
+        assert_eq!(args.last(), Some(&"job_lifecycle"));
+        let mut env = env_of(&cmd);
+        env.sort();
+        assert_eq!(
+            env,
+            [
+                ("TOLLGATE_CHAOS_FIRST".into(), "1".into()),
+                ("TOLLGATE_CHAOS_SEEDS".into(), "200".into())
+            ]
+        );
     }
 
     #[test]

@@ -77,17 +77,25 @@ enum Command {
     /// the invariant checked after every step; prints a summary and each failing seed with its
     /// steps. `--apiserver`: 64 clients × 1,000 contended operations and 20 watchers on the served
     /// fake and on the reference control plane, checking that nothing is lost, repeated or
-    /// reordered; prints the figures of both.
+    /// reordered; prints the figures of both. `--scenarios`: every scenario with components run
+    /// under faults on the components' requests (500s, 429s, dropped connections, closed watches,
+    /// latency), once per seed, each run compared with the fault-free one; `--seeds` defaults to
+    /// 200 there, and a scenario name (or part of one) after the flags runs only those.
     Chaos {
         /// The MultiKueue chaos run.
         #[arg(long)]
         multikueue: bool,
+        /// The scenarios under faults.
+        #[arg(long)]
+        scenarios: bool,
+        /// With --scenarios: only scenarios whose file name contains this.
+        filter: Option<String>,
         /// The load on the API servers.
         #[arg(long)]
         apiserver: bool,
-        /// How many seeds.
-        #[arg(long, default_value_t = 2000)]
-        seeds: u64,
+        /// How many seeds (default: 2000 for --multikueue, 200 for --scenarios).
+        #[arg(long)]
+        seeds: Option<u64>,
         /// The first of them.
         #[arg(long, default_value_t = 0)]
         first: u64,
@@ -282,20 +290,32 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Chaos {
             multikueue,
+            scenarios,
+            filter,
             apiserver,
             seeds,
             first,
             seed,
         } => {
-            chaos::check(multikueue, apiserver)?;
+            chaos::check(multikueue, scenarios, apiserver)?;
             if apiserver {
                 run(chaos::apiserver_load(cargo()))?;
             }
             if multikueue {
-                run(chaos::command(
-                    cargo(),
-                    &chaos::Seeds { seeds, first, seed },
-                ))?;
+                let seeds = chaos::Seeds {
+                    seeds: seeds.unwrap_or(2000),
+                    first,
+                    seed,
+                };
+                run(chaos::command(cargo(), &seeds))?;
+            }
+            if scenarios {
+                let seeds = chaos::Seeds {
+                    seeds: seeds.unwrap_or(200),
+                    first: first.max(1),
+                    seed,
+                };
+                run(chaos::scenarios(cargo(), &seeds, filter.as_deref()))?;
             }
             Ok(())
         }

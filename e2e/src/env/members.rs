@@ -102,7 +102,7 @@ impl ClusterEnv {
     }
 
     fn start_inner(&self, name: &str) -> Result<(), EnvError> {
-        let client = self.client();
+        let client = self.cluster.component_client(name);
         let mut components = self.lock();
         let running = named(&mut components, name)?;
         if running.task.as_ref().is_some_and(|t| !t.is_finished()) {

@@ -216,44 +216,82 @@ async fn run(
             if !ours(&job) {
                 continue;
             }
-            if with_pods {
-                if suspended(&job) {
-                    pods::stop(&ctx.client, &job, &mut cluster).await?;
-                } else if waits_for_pods(&job)
-                    && !pods::start(&ctx.client, &job, &mut cluster).await?
-                {
-                    continue;
+            let tended = tend(
+                &ctx.client,
+                &job,
+                &clock,
+                default_duration,
+                with_pods,
+                &mut jobs,
+                &mut cluster,
+            )
+            .await;
+            match tended {
+                Ok(Some(at)) => {
+                    ends.insert(key, at);
+                }
+                Ok(None) => {}
+                // As the Job controller and the kubelet do, try again: a failed request is no
+                // reason to stop running Jobs.
+                Err(error) => {
+                    tracing::warn!(job = %key, %error, "job runner: trying again in 1s");
+                    ends.insert(key, tokio::time::Instant::now() + RETRY_AFTER);
                 }
             }
-            let wall = clock.now();
-            match next_status(&job, wall, default_duration) {
-                Next::Nothing => {}
-                Next::EndAt(at) => {
-                    ends.insert(key, clock.instant_of(at));
-                }
-                Next::Write(status) => {
-                    let mut next = job.clone();
-                    next.status = Some(status);
-                    let api: Api<Job> =
-                        Api::namespaced(ctx.client.clone(), &job.namespace().unwrap_or_default());
-                    match api
-                        .replace_status(&job.name_any(), &PostParams::default(), &next)
-                        .await
-                    {
-                        Ok(new) => {
-                            jobs.apply(new.clone());
-                            if with_pods && let Some(phase) = ended(&new) {
-                                pods::finish(&ctx.client, &new, phase, &mut cluster).await?;
-                            }
-                            if let Next::EndAt(at) = next_status(&new, wall, default_duration) {
-                                ends.insert(key, clock.instant_of(at));
-                            }
-                        }
-                        // A newer version is on its way through the watch.
-                        Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => {}
-                        Err(e) => return Err(format!("updating the status of Job {key}: {e}")),
+        }
+    }
+}
+
+/// How long after a failed request the runner looks at the Job again.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// Moves one Job on (its pods, its status); when to look at it again, if at a set time.
+async fn tend(
+    client: &kube::Client,
+    job: &Job,
+    clock: &support::Clock,
+    default_duration: Duration,
+    with_pods: bool,
+    jobs: &mut Mirror<Job>,
+    cluster: &mut pods::Cluster,
+) -> Result<Option<tokio::time::Instant>, String> {
+    let key = key_of(job);
+    if with_pods {
+        if suspended(job) {
+            pods::stop(client, job, cluster).await?;
+        } else if let Some(phase) = ended(job) {
+            // Pods an earlier try failed to end.
+            pods::finish(client, job, phase, cluster).await?;
+        } else if waits_for_pods(job) && !pods::start(client, job, cluster).await? {
+            return Ok(None);
+        }
+    }
+    let wall = clock.now();
+    match next_status(job, wall, default_duration) {
+        Next::Nothing => Ok(None),
+        Next::EndAt(at) => Ok(Some(clock.instant_of(at))),
+        Next::Write(status) => {
+            let mut next = job.clone();
+            next.status = Some(status);
+            let api: Api<Job> =
+                Api::namespaced(client.clone(), &job.namespace().unwrap_or_default());
+            match api
+                .replace_status(&job.name_any(), &PostParams::default(), &next)
+                .await
+            {
+                Ok(new) => {
+                    jobs.apply(new.clone());
+                    if with_pods && let Some(phase) = ended(&new) {
+                        pods::finish(client, &new, phase, cluster).await?;
+                    }
+                    match next_status(&new, wall, default_duration) {
+                        Next::EndAt(at) => Ok(Some(clock.instant_of(at))),
+                        _ => Ok(None),
                     }
                 }
+                // A newer version is on its way through the watch.
+                Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => Ok(None),
+                Err(e) => Err(format!("updating the status of Job {key}: {e}")),
             }
         }
     }

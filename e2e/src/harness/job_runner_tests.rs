@@ -59,6 +59,24 @@ where
     panic!("{what}: not within a minute of virtual time");
 }
 
+/// A fake API server and a job runner (with pods) against it, its Jobs running for `duration`.
+fn serve_with_runner(
+    duration: Duration,
+) -> (FakeApiServer, tokio::task::JoinHandle<Result<(), String>>) {
+    let server = FakeApiServer::builder()
+        .start_time("2026-01-01T00:00:00Z".parse().unwrap())
+        .build()
+        .unwrap();
+    let (start_wall, start) = server.clock().anchor();
+    let ctx = ComponentContext {
+        client: server.client(),
+        start_wall,
+        start,
+    };
+    let running = tokio::spawn(JobRunner::new(duration).with_pods().run(ctx));
+    (server, running)
+}
+
 async fn started(jobs: &Api<Job>, name: &str) -> bool {
     let job = jobs.get(name).await.unwrap();
     job.status.and_then(|s| s.start_time).is_some()
@@ -169,19 +187,8 @@ async fn runs_only_the_jobs_the_job_controller_manages(
     #[case] managed_by: Option<&str>,
     #[case] runs: bool,
 ) {
-    let server = FakeApiServer::builder()
-        .start_time("2026-01-01T00:00:00Z".parse().unwrap())
-        .build()
-        .unwrap();
+    let (server, running) = serve_with_runner(Duration::from_secs(30));
     let client = server.client();
-    let (start_wall, start) = server.clock().anchor();
-    let runner = JobRunner::new(Duration::from_secs(30)).with_pods();
-    let ctx = ComponentContext {
-        client: client.clone(),
-        start_wall,
-        start,
-    };
-    let running = tokio::spawn(runner.run(ctx));
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
     let post = PostParams::default();
     let mut room = node();
@@ -224,4 +231,43 @@ async fn runs_only_the_jobs_the_job_controller_manages(
         );
     }
     assert!(!running.is_finished(), "the runner stopped");
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_writes_are_tried_again_and_the_job_still_runs_and_ends() {
+    let (server, running) = serve_with_runner(Duration::from_secs(30));
+    let client = server.client();
+    let post = PostParams::default();
+    Api::<Node>::all(client.clone())
+        .create(&post, &node())
+        .await
+        .unwrap();
+    // The pod's create is served but its answer lost; the first report of it running, the
+    // first start and the first end of the Job fail.
+    server.faults().inject(
+        FaultRule::drop_connection(fake_apiserver::DropWhen::Answer)
+            .verb(Verb::Create)
+            .resource("pods")
+            .times(1),
+    );
+    server
+        .faults()
+        .inject(FaultRule::fail(500).verb(Verb::Update).times(3));
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    jobs.create(&post, &job("flaky")).await.unwrap();
+    within_a_minute("the Job starts", || started(&jobs, "flaky")).await;
+    within_a_minute("the Job ends", || async {
+        let job = jobs.get("flaky").await.unwrap();
+        job.status.and_then(|s| s.succeeded) == Some(1)
+    })
+    .await;
+    let pod = Api::<Pod>::namespaced(client.clone(), "default")
+        .get("flaky-0")
+        .await
+        .unwrap();
+    assert_eq!(
+        pod.status.and_then(|s| s.phase).as_deref(),
+        Some("Succeeded")
+    );
+    assert!(!running.is_finished(), "the runner is still running");
 }

@@ -43,7 +43,11 @@ impl InProcessNetwork {
         let route = lock(&self.routes).get(&host.to_ascii_lowercase()).cloned();
         match route {
             Some((server, link)) => {
-                kube::Client::new(link.service(server.service()), default_namespace)
+                // Only a manager's controller reaches workers: its requests are a component's.
+                let service = tower::ServiceBuilder::new()
+                    .map_request(crate::cluster::component_agent("multikueue"))
+                    .service(link.service(server.service()));
+                kube::Client::new(service, default_namespace)
             }
             None => kube::Client::new(Link::nowhere(), default_namespace),
         }

@@ -55,7 +55,7 @@ fn running(pod: &Pod) -> bool {
 pub async fn start(client: &Client, job: &Job, cluster: &mut Cluster) -> Result<bool, String> {
     let namespace = job.namespace().unwrap_or_default();
     let wanted = job.spec.as_ref().and_then(|s| s.parallelism).unwrap_or(1);
-    let existing: Vec<String> = cluster.pods_of(job).map(|p| p.name_any()).collect();
+    let existing: Vec<Pod> = cluster.pods_of(job).cloned().collect();
     let template = job
         .spec
         .as_ref()
@@ -67,7 +67,12 @@ pub async fn start(client: &Client, job: &Job, cluster: &mut Cluster) -> Result<
     let mut all = true;
     for index in 0..wanted {
         let name = format!("{}-{index}", job.name_any());
-        if existing.contains(&name) {
+        if let Some(pod) = existing.iter().find(|p| p.name_any() == name) {
+            // Created by an earlier try whose report of it failed.
+            if pending(pod) {
+                let running = mark(client, pod.clone(), "Running").await?;
+                cluster.pods.apply(running);
+            }
             continue;
         }
         let Some(node) = sim.place(&shape, false).map(str::to_string) else {
@@ -104,14 +109,28 @@ pub async fn start(client: &Client, job: &Job, cluster: &mut Cluster) -> Result<
             status: None,
         };
         let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-        let created = api
-            .create(&PostParams::default(), &pod)
-            .await
-            .map_err(|e| format!("creating pod {namespace}/{name}: {e}"))?;
+        let created = match api.create(&PostParams::default(), &pod).await {
+            Ok(created) => created,
+            // An earlier try created it (its answer was lost): the watch brings it, and with it
+            // this Job back.
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                all = false;
+                continue;
+            }
+            Err(e) => return Err(format!("creating pod {namespace}/{name}: {e}")),
+        };
         let created = mark(client, created, "Running").await?;
         cluster.pods.apply(created);
     }
     Ok(all)
+}
+
+/// Not yet reported running, nor ended.
+fn pending(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .is_none_or(|phase| phase == "Pending")
 }
 
 /// The kubelet's report: the pod's phase.

@@ -4,6 +4,7 @@
 //! Below those: `check` (what an operation's check may use), `context` (what an operation runs
 //! with), `naming` (kinds and object labels, shared with the trace), `watches` and `duration`.
 
+pub mod chaos;
 pub mod check;
 pub mod components;
 pub mod context;
@@ -17,4 +18,4 @@ pub mod watches;
 
 pub use components::Registry;
 pub use load::{LoadError, Scenario, load, parse};
-pub use run::{Failure, Outcome, run, run_blocking, run_in};
+pub use run::{Failure, OnStepFailure, Outcome, run, run_blocking, run_in, run_in_with, start_env};

@@ -24,9 +24,26 @@ pub struct Outcome {
     pub name: String,
     pub trace: Trace,
     pub failure: Option<Failure>,
+    /// Steps that failed and were passed over ([`OnStepFailure::GoOn`]).
+    pub passed_over: Vec<Failure>,
     /// Virtual time the scenario took.
     pub elapsed: Duration,
 }
+
+/// What a failed step does to the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnStepFailure {
+    /// The run ends there: a scenario's own test.
+    Stop,
+    /// Under chaos, where the components are slowed by faults: a failed operation is tried again
+    /// every second for up to [`PATIENCE`] (the scenario waits for the world to catch up), and a
+    /// step that still fails is passed over; what counts is where the run ends. A broken
+    /// invariant still ends it.
+    GoOn,
+}
+
+/// How long an operation is tried again under [`OnStepFailure::GoOn`] (virtual time).
+pub const PATIENCE: Duration = Duration::from_secs(60);
 
 /// Why a scenario failed, and where.
 #[derive(Debug, Clone)]
@@ -63,13 +80,19 @@ impl std::fmt::Display for Failure {
 
 /// Run a scenario in a fresh embedded environment on a paused (virtual-time) runtime of its own.
 pub fn run_blocking(scenario: &Scenario, registry: &Registry) -> Result<Outcome, String> {
+    on_virtual_time(&scenario.file, run(scenario, registry))?
+}
+
+/// Run `work` (for the scenario in `file`) on a paused (virtual-time) runtime of its own, with a
+/// watchdog on the wall clock.
+pub fn on_virtual_time<F: std::future::Future>(file: &str, work: F) -> Result<F::Output, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
         .build()
         .map_err(|e| format!("starting a tokio runtime: {e}"))?;
-    let _watchdog = Watchdog::start(&scenario.file);
-    runtime.block_on(run(scenario, registry))
+    let _watchdog = Watchdog::start(file);
+    Ok(runtime.block_on(work))
 }
 
 /// Ends the process when a run outlasts [`WALL_LIMIT`]. Scenarios take milliseconds of wall time;
@@ -104,6 +127,12 @@ impl Watchdog {
 
 /// Run a scenario in a fresh embedded environment. Call it inside a paused runtime for virtual time.
 pub async fn run(scenario: &Scenario, registry: &Registry) -> Result<Outcome, String> {
+    let env = start_env(scenario, registry).await?;
+    Ok(run_in(&env, scenario).await)
+}
+
+/// A fresh embedded environment with the scenario's components (and workers) running.
+pub async fn start_env(scenario: &Scenario, registry: &Registry) -> Result<TestEnv, String> {
     let mut builder = TestEnv::builder();
     for (name, config) in &scenario.components {
         let component = registry
@@ -120,12 +149,20 @@ pub async fn run(scenario: &Scenario, registry: &Registry) -> Result<Outcome, St
         }
         builder = builder.worker(worker, built);
     }
-    let env = builder.start().await.map_err(|e| e.to_string())?;
-    Ok(run_in(&env, scenario).await)
+    builder.start().await.map_err(|e| e.to_string())
 }
 
 /// Run a scenario's steps against an environment that is already up.
 pub async fn run_in(env: &dyn World, scenario: &Scenario) -> Outcome {
+    run_in_with(env, scenario, OnStepFailure::Stop).await
+}
+
+/// [`run_in`], saying what a failed step does.
+pub async fn run_in_with(
+    env: &dyn World,
+    scenario: &Scenario,
+    on_failure: OnStepFailure,
+) -> Outcome {
     let mut cx = Context::new(env, &scenario.namespace);
     let cluster = cx.cluster.clone();
     let feed = cluster.observe();
@@ -138,6 +175,7 @@ pub async fn run_in(env: &dyn World, scenario: &Scenario) -> Outcome {
     }
     let start = cluster.now();
     let mut failure = None;
+    let mut passed_over = Vec::new();
     let mut invariant = multikueue_invariant(env, scenario);
     if !cluster.virtual_time()
         && let Err(message) = watch_traced_kinds(&mut cx, scenario).await
@@ -157,9 +195,14 @@ pub async fn run_in(env: &dyn World, scenario: &Scenario) -> Outcome {
         }
         let label = step_label(index, step);
         recorder.step(&label, cluster.now());
-        if let Err(f) = run_step(&mut cx, &scenario.file, &label, step).await {
-            failure = Some(f);
-            break;
+        if let Err(f) = run_step(&mut cx, &scenario.file, &label, step, on_failure).await {
+            match on_failure {
+                OnStepFailure::Stop => {
+                    failure = Some(f);
+                    break;
+                }
+                OnStepFailure::GoOn => passed_over.push(f),
+            }
         }
         if let Some(invariant) = invariant.as_mut()
             && let Err(violation) = check_invariant(env, invariant).await
@@ -192,6 +235,7 @@ pub async fn run_in(env: &dyn World, scenario: &Scenario) -> Outcome {
         name: scenario.name.clone(),
         trace: recorder.finish(),
         failure,
+        passed_over,
         elapsed,
     }
 }
@@ -257,10 +301,19 @@ async fn run_step(
     file: &str,
     label: &str,
     step: &Step,
+    on_failure: OnStepFailure,
 ) -> Result<(), Failure> {
     let mut failed: Option<(&Op, String)> = None;
     for op in &step.try_ {
-        if let Err(message) = run_op(cx, op).await {
+        let mut result = run_op(cx, op).await;
+        if on_failure == OnStepFailure::GoOn {
+            let deadline = tokio::time::Instant::now() + PATIENCE;
+            while result.is_err() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                result = run_op(cx, op).await;
+            }
+        }
+        if let Err(message) = result {
             failed = Some((op, message));
             break;
         }

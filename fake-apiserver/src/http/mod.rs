@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use crate::catalog::ResourceType;
 use crate::clock::Clock;
 use crate::error::{ApiError, ApiResult, FieldCause};
-use crate::faults::{Faults, RequestInfo, Verb};
+use crate::faults::{DropWhen, Faults, RequestInfo, Verb};
 use crate::semantics::patch::{PatchKind, unsupported_patch};
 use crate::semantics::rbac::User;
 use crate::semantics::selectors::{FieldSelector, LabelSelector};
@@ -90,9 +90,19 @@ where
                     "partitioned by a fault",
                 ));
             }
-            match auth::authenticate(auth.as_deref(), &shared, req.headers()) {
-                Ok(user) => Ok(handle(shared, req, user.as_ref()).await),
-                Err(e) => Ok(error_response(&e)),
+            let user = match auth::authenticate(auth.as_deref(), &shared, req.headers()) {
+                Ok(user) => user,
+                Err(e) => return Ok(error_response(&e)),
+            };
+            let mut dropped = None;
+            let resp = handle(shared, req, user.as_ref(), &mut dropped).await;
+            match dropped {
+                // Served or not, the client sees its connection reset.
+                Some(_) => Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "connection dropped by a fault",
+                )),
+                None => Ok(resp),
             }
         })
     }
@@ -123,7 +133,17 @@ fn error_response(e: &ApiError) -> Response<ResponseBody> {
     if e.is_page_not_found() {
         return text_response(404, "404 page not found\n");
     }
-    json_response(e.code, &e.to_status())
+    let mut resp = json_response(e.code, &e.to_status());
+    // kube-apiserver repeats a Status' retryAfterSeconds as the Retry-After header.
+    let retry_after = e
+        .details
+        .as_ref()
+        .and_then(|d| d["retryAfterSeconds"].as_u64());
+    if let Some(seconds) = retry_after.filter(|s| *s > 0) {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+    }
+    resp
 }
 
 /// kube-apiserver's OpenAPI v3 handler answers a path it has no document for with a bare 404.
@@ -171,7 +191,14 @@ impl Query {
     }
 }
 
-async fn handle<B>(shared: Arc<Shared>, req: Request<B>, user: &User) -> Response<ResponseBody>
+/// Serve one request. A fault may drop its connection: `dropped` says so, and when (the answer
+/// is then thrown away).
+async fn handle<B>(
+    shared: Arc<Shared>,
+    req: Request<B>,
+    user: &User,
+    dropped: &mut Option<DropWhen>,
+) -> Response<ResponseBody>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -216,6 +243,12 @@ where
     };
     if shared.faults.has_rules() {
         let mut info = request_info(&parts.method, &route, &query);
+        info.user_agent = parts
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
         if info.verb == Some(Verb::Create) && info.name.is_empty() {
             // A create names its object in the body, not the URL.
             info.name = serde_json::from_slice::<Value>(&body)
@@ -226,6 +259,10 @@ where
         let verdict = shared.faults.judge(&info);
         if !verdict.delay.is_zero() {
             shared.clock.sleep(verdict.delay).await;
+        }
+        *dropped = verdict.drop;
+        if verdict.drop == Some(DropWhen::Request) {
+            return empty_not_found();
         }
         if let Some(e) = verdict.fail {
             return error_response(&e);
@@ -398,6 +435,7 @@ fn request_info(method: &Method, route: &Route, query: &Query) -> RequestInfo {
         subresource: p.subresource.clone().unwrap_or_default(),
         namespace: p.namespace.clone().unwrap_or_default(),
         name: p.name.clone().unwrap_or_default(),
+        user_agent: String::new(),
     }
 }
 

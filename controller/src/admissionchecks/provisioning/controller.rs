@@ -188,7 +188,8 @@ impl Controller {
         let wl = stored.clone();
         // Requests outlive neither the workload's run nor, by default, its eviction.
         if finished || (evicted && self.cleanup_on_eviction) {
-            return self.delete_requests(ctx, &owned).await;
+            let deleted = self.delete_requests(ctx, &owned).await?;
+            return Ok(self.delete_stray_templates(ctx, &wl).await? || deleted);
         }
         if evicted {
             return Ok(false);
@@ -196,7 +197,8 @@ impl Controller {
         let configs = self.provisioning_configs(ctx.world, &wl);
         // The check was removed from the queue, deleted, or handed to another controller.
         if configs.is_empty() {
-            return self.delete_requests(ctx, &owned).await;
+            let deleted = self.delete_requests(ctx, &owned).await?;
+            return Ok(self.delete_stray_templates(ctx, &wl).await? || deleted);
         }
         // The request each check goes by: the latest attempt still matching its config.
         let mut current: BTreeMap<String, ProvisioningRequest> = BTreeMap::new();
@@ -356,9 +358,14 @@ impl Controller {
         let Some(state) = check_state(wl, check) else {
             return Ok(false);
         };
-        // Not recreated once Ready, even if someone deletes it.
+        // Not recreated once Ready, even if someone deletes it; but its templates are still
+        // handed over, should a failed write have kept that from happening before it got Ready
+        // (else deleting the request would leave them behind).
         if state.state == CheckState::Ready {
-            return Ok(false);
+            return match current {
+                Some(req) => self.hand_over_templates(ctx, req).await,
+                None => Ok(false),
+            };
         }
         let mut attempt = u32::try_from(state.retry_count.unwrap_or(0)).unwrap_or(0) + 1;
         let create = match current {
@@ -570,22 +577,53 @@ impl Controller {
         ctx.writer.delete(req).await?;
         self.requests.delete(req);
         let ns = req.namespace().unwrap_or_default();
-        let uid = req.uid();
+        // Its templates: handed over to it, or still the workload's when a failed request kept
+        // the hand-over from happening.
+        let owners = [req.uid(), workload_owner(req).map(|o| o.uid.clone())];
         for ps in &req.spec.pod_sets {
             let key = format!("{ns}/{}", ps.pod_template_ref.name);
             let Some(pt) = self.templates.get(&key).cloned() else {
                 continue;
             };
-            let owned = pt
-                .owner_references()
-                .iter()
-                .any(|o| o.controller == Some(true) && Some(&o.uid) == uid.as_ref());
+            let owned = pt.owner_references().iter().any(|o| {
+                o.controller == Some(true) && owners.iter().flatten().any(|uid| *uid == o.uid)
+            });
             if owned {
                 ctx.writer.delete(&pt).await?;
                 self.templates.delete(&pt);
             }
         }
         Ok(())
+    }
+
+    /// Deletes the PodTemplates still the workload's own: made for a request whose creation then
+    /// failed, and never handed over. Once the workload is done with its requests they belong to
+    /// nothing, and only the workload's deletion would collect them.
+    async fn delete_stray_templates(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        wl: &Workload,
+    ) -> Result<bool, Error> {
+        let Some(uid) = wl.uid() else {
+            return Ok(false);
+        };
+        let ns = wl.namespace();
+        let stray: Vec<PodTemplate> = self
+            .templates
+            .values()
+            .filter(|pt| pt.namespace() == ns)
+            .filter(|pt| {
+                pt.owner_references()
+                    .iter()
+                    .any(|o| o.controller == Some(true) && o.uid == uid)
+            })
+            .cloned()
+            .collect();
+        for pt in &stray {
+            ctx.writer.delete(pt).await?;
+            self.templates.delete(pt);
+        }
+        Ok(!stray.is_empty())
     }
 
     fn config_changed(&mut self, world: &World, config: &ProvisioningRequestConfig) {
