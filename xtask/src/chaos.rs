@@ -18,22 +18,25 @@ pub struct Seeds {
 }
 
 /// The command that runs them.
-pub fn command(mut cargo: Process, seeds: &Seeds) -> Process {
+pub fn command(cargo: Process, seeds: &Seeds) -> Process {
+    let mut cargo = release_test(cargo, "e2e", "multikueue_chaos");
+    cargo.args(["many_seeds", "--exact", "--ignored", "--nocapture"]);
+    with_seeds(cargo, seeds)
+}
+
+/// `cargo test` of one test target in an optimised build, quietly, up to its own arguments.
+fn release_test(mut cargo: Process, package: &str, test: &str) -> Process {
     cargo.args([
         "test",
         "--release",
         "--quiet",
         "--package",
-        "e2e",
+        package,
         "--test",
-        "multikueue_chaos",
+        test,
         "--",
-        "many_seeds",
-        "--exact",
-        "--ignored",
-        "--nocapture",
     ]);
-    with_seeds(cargo, seeds)
+    cargo
 }
 
 /// The seeds, as both seeded tests read them.
@@ -48,18 +51,9 @@ fn with_seeds(mut cargo: Process, seeds: &Seeds) -> Process {
 }
 
 /// The scenarios under faults with these seeds, only those whose file name contains `filter`.
-pub fn scenarios(mut cargo: Process, seeds: &Seeds, filter: Option<&str>) -> Process {
-    cargo.args([
-        "test",
-        "--release",
-        "--quiet",
-        "--package",
-        "e2e",
-        "--test",
-        "scenarios_chaos",
-        "--",
-        "--nocapture",
-    ]);
+pub fn scenarios(cargo: Process, seeds: &Seeds, filter: Option<&str>) -> Process {
+    let mut cargo = release_test(cargo, "e2e", "scenarios_chaos");
+    cargo.arg("--nocapture");
     if let Some(filter) = filter {
         // rstest names each case after its file, with `-` as `_`.
         cargo.arg(filter.replace('-', "_"));
@@ -70,22 +64,10 @@ pub fn scenarios(mut cargo: Process, seeds: &Seeds, filter: Option<&str>) -> Pro
 /// The full-size load on the API servers (fake-apiserver/tests/api/load.rs): 64 clients making
 /// 1,000 operations each on shared objects, with 20 watchers, on the served fake and on the
 /// reference control plane, each printing its figures.
-pub fn apiserver_load(mut cargo: Process) -> Process {
+pub fn apiserver_load(cargo: Process) -> Process {
+    let mut cargo = release_test(cargo, "fake-apiserver", "api");
     cargo
-        .args([
-            "test",
-            "--release",
-            "--quiet",
-            "--package",
-            "fake-apiserver",
-            "--test",
-            "api",
-            "--",
-            "load::",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
+        .args(["load::", "--nocapture", "--test-threads", "1"])
         .env("TOLLGATE_LOAD_FULL", "1")
         .env("TOLLGATE_REQUIRE_CONTROL_PLANE", "1");
     cargo
