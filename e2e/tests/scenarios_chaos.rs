@@ -1,7 +1,8 @@
 //! Every scenario with components, rerun under faults on the components' own requests with
 //! [`TEST_SEEDS`] seeds: each run must end where the fault-free run ends
 //! (e2e/src/scenario/chaos.rs). `cargo xtask chaos --scenarios` runs more seeds (`.ci/run` 50);
-//! `TOLLGATE_CHAOS_SEED=S` replays one, with its trace.
+//! `TOLLGATE_CHAOS_SEED=S` replays one, with its trace. `restarted_at_every_step` kills the
+//! controller and the fake autoscaler before a step instead, and expects the same ending.
 //!
 //! A scenario listed in `e2e/chaos-known.txt` (with what is known of why) is known to end
 //! differently under some seeds: its divergences are printed, not failed on. A listed scenario
@@ -11,7 +12,10 @@
 
 use std::path::PathBuf;
 
-use e2e::scenario::chaos::{TEST_SEEDS, applies, check_seeds};
+use e2e::scenario::chaos::{
+    Disturbance, TEST_RESTART_STRIDE, TEST_SEEDS, applies, check, check_seeds, restarts,
+    restarts_apply,
+};
 use e2e::scenario::{Registry, load};
 use rstest::rstest;
 
@@ -59,7 +63,7 @@ fn under_faults(#[files("scenarios/*.yaml")] path: PathBuf) {
     println!(
         "{}: {} seeds, {} faults injected (requests failed, dropped or delayed), {} runs ended differently",
         report.name,
-        seeds.len(),
+        report.runs,
         report.faults,
         report.failed.len()
     );
@@ -74,14 +78,14 @@ fn under_faults(#[files("scenarios/*.yaml")] path: PathBuf) {
             );
         }
         for (seed, divergence, _) in &report.failed {
-            println!("known ({why}): seed {seed}: {divergence}");
+            println!("known ({why}): {seed}: {divergence}");
         }
         return;
     }
     if !report.failed.is_empty() {
         let mut message = String::new();
         for (seed, why, trace) in &report.failed {
-            message.push_str(&format!("seed {seed}: {why}\n"));
+            message.push_str(&format!("{seed}: {why}\n"));
             // Replaying one seed shows what its run's steps saw.
             if seeds.len() == 1 {
                 message.push_str(&format!("trace:\n{}\n", trace.to_yaml()));
@@ -92,6 +96,54 @@ fn under_faults(#[files("scenarios/*.yaml")] path: PathBuf) {
             report.name,
             report.failed.len(),
             seeds.len()
+        );
+    }
+}
+
+/// Crash-only: before a step of a scenario running the controller or the fake autoscaler (and once
+/// after the last), each is killed on every cluster and started afresh, without faults; every run
+/// must end where the uninterrupted run ends. Before every `TOLLGATE_RESTART_STRIDE`th step
+/// (default [`TEST_RESTART_STRIDE`]; `cargo xtask chaos --scenarios` sets 1, every step);
+/// `TOLLGATE_RESTART_BEFORE=N` runs only the restart before step N (from 1), with its trace.
+#[rstest]
+fn restarted_at_every_step(#[files("scenarios/*.yaml")] path: PathBuf) {
+    let scenario = load(&path).unwrap_or_else(|e| panic!("{e}"));
+    if !restarts_apply(&scenario) {
+        return;
+    }
+    let var = |name: &str| {
+        std::env::var(name).ok().map(|v| {
+            v.parse::<usize>()
+                .unwrap_or_else(|e| panic!("{name}={v}: {e}"))
+        })
+    };
+    let runs = match var("TOLLGATE_RESTART_BEFORE") {
+        Some(step) => vec![Disturbance::RestartBefore(step.saturating_sub(1))],
+        None => restarts(
+            &scenario,
+            var("TOLLGATE_RESTART_STRIDE").unwrap_or(TEST_RESTART_STRIDE),
+        ),
+    };
+    let report = check(&scenario, &Registry::standard(), &runs).unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "{}: {} restarts, {} ended differently",
+        report.name,
+        report.runs,
+        report.failed.len()
+    );
+    if !report.failed.is_empty() {
+        let mut message = String::new();
+        for (restart, why, trace) in &report.failed {
+            message.push_str(&format!("{restart}: {why}\n"));
+            if runs.len() == 1 {
+                message.push_str(&format!("trace:\n{}\n", trace.to_yaml()));
+            }
+        }
+        panic!(
+            "{}: {} of {} restarts ended differently (replay one with TOLLGATE_RESTART_BEFORE=N):\n{message}",
+            report.name,
+            report.failed.len(),
+            report.runs
         );
     }
 }

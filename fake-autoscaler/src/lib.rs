@@ -30,5 +30,5 @@ mod run;
 
 pub use broken::Broken;
 pub use config::Config;
-pub use engine::Autoscaler;
+pub use engine::{Autoscaler, Cloud};
 pub use run::{RunError, run};

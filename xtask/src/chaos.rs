@@ -3,7 +3,8 @@
 //!   test of e2e/tests/multikueue_chaos.rs, ignored in ordinary test runs; it prints the summary
 //!   and each failing seed with its steps.
 //! - `--scenarios`: every scenario with components under faults (e2e/src/scenario/chaos.rs), the
-//!   `scenarios_chaos` test with more seeds than `cargo test` runs.
+//!   `scenarios_chaos` test with more seeds than `cargo test` runs, and with the controller and
+//!   the fake autoscaler killed and started again before every step (`cargo test`: every fourth).
 //! - `--apiserver`: the load tests of fake-apiserver/tests/api/load.rs at full size.
 
 use std::process::Command as Process;
@@ -58,6 +59,8 @@ pub fn scenarios(cargo: Process, seeds: &Seeds, filter: Option<&str>) -> Process
         // rstest names each case after its file, with `-` as `_`.
         cargo.arg(filter.replace('-', "_"));
     }
+    // The crash-only runs of the same test target restart before every step.
+    cargo.env("TOLLGATE_RESTART_STRIDE", "1");
     with_seeds(cargo, seeds)
 }
 
@@ -156,7 +159,8 @@ mod tests {
             env,
             [
                 ("TOLLGATE_CHAOS_FIRST".into(), "1".into()),
-                ("TOLLGATE_CHAOS_SEEDS".into(), "200".into())
+                ("TOLLGATE_CHAOS_SEEDS".into(), "200".into()),
+                ("TOLLGATE_RESTART_STRIDE".into(), "1".into())
             ]
         );
     }

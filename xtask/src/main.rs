@@ -79,8 +79,10 @@ enum Command {
     /// fake and on the reference control plane, checking that nothing is lost, repeated or
     /// reordered; prints the figures of both. `--scenarios`: every scenario with components run
     /// under faults on the components' requests (500s, 429s, dropped connections, closed watches,
-    /// latency), once per seed, each run compared with the fault-free one; `--seeds` defaults to
-    /// 200 there, and a scenario name (or part of one) after the flags runs only those.
+    /// latency), once per seed, and crash-only (the controller and the fake autoscaler killed and
+    /// started again before each step in turn), each run compared with the undisturbed one;
+    /// `--seeds` defaults to 200 there, and a scenario name (or part of one) after the flags runs
+    /// only those.
     Chaos {
         /// The MultiKueue chaos run.
         #[arg(long)]

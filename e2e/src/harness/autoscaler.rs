@@ -8,11 +8,16 @@ use crate::env::{Component, ComponentContext};
 /// The fake autoscaler with its configuration.
 pub struct AutoscalerComponent {
     config: fake_autoscaler::Config,
+    /// Its node groups' scale-ups in flight: the cloud's, so they survive a restart.
+    cloud: fake_autoscaler::Cloud,
 }
 
 impl AutoscalerComponent {
     pub fn new(config: fake_autoscaler::Config) -> Self {
-        AutoscalerComponent { config }
+        AutoscalerComponent {
+            config,
+            cloud: fake_autoscaler::Cloud::default(),
+        }
     }
 
     /// From a scenario's `components.fake-autoscaler`: the fake autoscaler's configuration
@@ -30,7 +35,8 @@ impl Component for AutoscalerComponent {
     }
 
     fn run(&self, ctx: ComponentContext) -> BoxFuture<'static, Result<(), String>> {
-        let autoscaler = fake_autoscaler::Autoscaler::new(self.config.clone());
+        let autoscaler =
+            fake_autoscaler::Autoscaler::with_cloud(self.config.clone(), self.cloud.clone());
         let clock = controller::Clock::anchored(ctx.start_wall, ctx.start);
         Box::pin(async move {
             fake_autoscaler::run(ctx.client, autoscaler, clock)

@@ -15,6 +15,10 @@
 //! all differences. Which worker a MultiKueue Workload ends on may differ (the first to admit
 //! wins): the workers' Jobs and Workloads are compared as one pool ([`pooled`]).
 //!
+//! Crash-only runs use the same comparison without faults: the controller and the fake autoscaler
+//! are killed on every cluster just before one step and started afresh ([`Disturbance`]), once per
+//! step, and each run must end where the uninterrupted one does.
+//!
 //! Faults draw from per-cluster generators seeded by the seed, and time is virtual; but a run is
 //! not yet an exact replay from one process to the next: something the components do follows a
 //! per-process order, so which request draws which fault can differ (RELIABILITY.md).
@@ -25,6 +29,7 @@ use std::time::Duration;
 
 use fake_apiserver::faults::FaultId;
 use fake_apiserver::{ChangeFeed, ChangeType, DropWhen, FaultRule, Faults};
+use futures::future::BoxFuture;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
@@ -51,9 +56,79 @@ pub const TEST_SEEDS: u64 = 3;
 /// retry's Event, each renewal of a Lease), not where it ended.
 const UNCOMPARED_KINDS: [&str; 2] = ["Event", "Lease"];
 
+/// The components crash-only runs kill and start again: the product's, not the harness's (the
+/// job runner plays Kubernetes' own controllers and the kubelet).
+pub const RESTARTED: [&str; 2] = ["controller", "fake-autoscaler"];
+
 /// Whether chaos applies: a scenario without components makes every request itself.
 pub fn applies(scenario: &Scenario) -> bool {
     !scenario.components.is_empty() || !scenario.workers.is_empty()
+}
+
+/// Whether crash-only runs apply: the scenario runs a component of [`RESTARTED`], on the manager
+/// or on a worker.
+pub fn restarts_apply(scenario: &Scenario) -> bool {
+    let runs = |components: &BTreeMap<String, Value>| {
+        RESTARTED.iter().any(|name| components.contains_key(*name))
+    };
+    runs(&scenario.components) || scenario.workers.values().any(runs)
+}
+
+/// What a run does to the world beyond the scenario's own steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disturbance {
+    /// Nothing: the fault-free run the others are compared with.
+    Nothing,
+    /// [`Noise`] drawn from this seed, on the components' requests.
+    Noise(u64),
+    /// Every running component of [`RESTARTED`], on every cluster, killed (its task aborted
+    /// wherever it is) and started afresh just before this step, by index; the number of steps
+    /// means after the last, before the world settles.
+    RestartBefore(usize),
+}
+
+impl fmt::Display for Disturbance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Disturbance::Nothing => write!(f, "no faults"),
+            Disturbance::Noise(seed) => write!(f, "seed {seed}"),
+            Disturbance::RestartBefore(index) => write!(f, "restart before step {}", index + 1),
+        }
+    }
+}
+
+/// The restarts `cargo test` runs: before every [`TEST_RESTART_STRIDE`]th step (from the first),
+/// and after the last. `cargo xtask chaos --scenarios` (and so `.ci/run`) restarts before every
+/// step, in an optimised build.
+pub const TEST_RESTART_STRIDE: usize = 4;
+
+/// A crash-only run before every `stride`th step of `scenario` from the first (1: before each),
+/// and one after the last.
+pub fn restarts(scenario: &Scenario, stride: usize) -> Vec<Disturbance> {
+    let last = scenario.steps.len();
+    (0..last)
+        .step_by(stride.max(1))
+        .chain([last])
+        .map(Disturbance::RestartBefore)
+        .collect()
+}
+
+/// Kill and start again every running component of [`RESTARTED`] on every cluster of `env`.
+async fn restart_all(env: &TestEnv) -> Result<(), String> {
+    for name in RESTARTED {
+        if env.is_running(name) {
+            env.restart(name).await.map_err(|e| e.to_string())?;
+        }
+    }
+    for worker in env.worker_names() {
+        let worker = env.worker(&worker).map_err(|e| e.to_string())?;
+        for name in RESTARTED {
+            if worker.is_running(name) {
+                worker.restart(name).await.map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The faults of one chaos run on every cluster of a world, limited to its components' requests:
@@ -358,19 +433,22 @@ pub struct Run {
     pub trace: crate::trace::Trace,
 }
 
-/// Run a scenario once, under the noise of `seed` or (`None`) without faults, on virtual time.
+/// Run a scenario once under `disturbance`, on virtual time.
 pub fn run_once(
     scenario: &Scenario,
     registry: &Registry,
-    seed: Option<u64>,
+    disturbance: Disturbance,
 ) -> Result<Run, String> {
-    on_virtual_time(&scenario.file, run_once_async(scenario, registry, seed))?
+    on_virtual_time(
+        &scenario.file,
+        run_once_async(scenario, registry, disturbance),
+    )?
 }
 
 async fn run_once_async(
     scenario: &Scenario,
     registry: &Registry,
-    seed: Option<u64>,
+    disturbance: Disturbance,
 ) -> Result<Run, String> {
     let env = start_env(scenario, registry).await?;
     let ledger = Ledger::follow(&env)?;
@@ -378,8 +456,37 @@ async fn run_once_async(
     for name in env.worker_names() {
         clusters.push(env.worker_faults(&name).map_err(|e| e.to_string())?.clone());
     }
-    let noise = seed.map(|seed| Noise::start(&clusters, seed));
-    let outcome = run_in_with(&env, scenario, OnStepFailure::GoOn).await;
+    let noise = match disturbance {
+        Disturbance::Noise(seed) => Some(Noise::start(&clusters, seed)),
+        _ => None,
+    };
+    let restart_before = match disturbance {
+        Disturbance::RestartBefore(index) => Some(index),
+        _ => None,
+    };
+    let env_ref = &env;
+    let mut before_step = move |index: usize| -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            match restart_before == Some(index) {
+                true => restart_all(env_ref).await,
+                false => Ok(()),
+            }
+        })
+    };
+    let mut outcome = run_in_with(&env, scenario, OnStepFailure::GoOn, &mut before_step).await;
+    if restart_before == Some(scenario.steps.len())
+        && outcome.failure.is_none()
+        && let Err(message) = restart_all(&env).await
+    {
+        outcome.failure = Some(Failure {
+            file: scenario.file.clone(),
+            line: 0,
+            step: "after the last step".into(),
+            verb: "restart",
+            message,
+            dumps: Vec::new(),
+        });
+    }
     let faults = noise.map_or(0, Noise::stop);
     tokio::time::sleep(SETTLE).await;
     Ok(Run {
@@ -513,36 +620,36 @@ fn count_lines(
     }
 }
 
-/// A scenario's runs under several seeds, against its fault-free run.
+/// A scenario's disturbed runs, against its fault-free run.
 #[derive(Debug)]
 pub struct Report {
     pub name: String,
-    pub seeds: Vec<u64>,
-    /// Seeds whose run failed or diverged, and how, with the run's trace.
-    pub failed: Vec<(u64, String, crate::trace::Trace)>,
-    /// Faults injected over all seeds.
+    pub runs: usize,
+    /// Runs that failed or diverged, and how, with the run's trace.
+    pub failed: Vec<(Disturbance, String, crate::trace::Trace)>,
+    /// Faults injected over all runs.
     pub faults: u64,
 }
 
-/// Run `scenario` without faults, then under each seed, and compare.
-pub fn check_seeds(
+/// Run `scenario` without faults, then under each disturbance, and compare.
+pub fn check(
     scenario: &Scenario,
     registry: &Registry,
-    seeds: &[u64],
+    disturbances: &[Disturbance],
 ) -> Result<Report, String> {
-    let baseline = run_once(scenario, registry, None)?;
+    let baseline = run_once(scenario, registry, Disturbance::Nothing)?;
     let workers: Vec<String> = scenario.workers.keys().cloned().collect();
     if let Some(failure) = baseline.failure.as_ref().or(baseline.passed_over.first()) {
         return Err(format!("without faults the scenario fails:\n{failure}"));
     }
     let mut report = Report {
         name: scenario.name.clone(),
-        seeds: seeds.to_vec(),
+        runs: disturbances.len(),
         failed: Vec::new(),
         faults: 0,
     };
-    for &seed in seeds {
-        let run = run_once(scenario, registry, Some(seed))?;
+    for &disturbance in disturbances {
+        let run = run_once(scenario, registry, disturbance)?;
         report.faults += run.faults;
         let why = match &run.failure {
             Some(failure) => Some(failure.to_string()),
@@ -565,10 +672,20 @@ pub fn check_seeds(
             }
         };
         if let Some(why) = why {
-            report.failed.push((seed, why, run.trace));
+            report.failed.push((disturbance, why, run.trace));
         }
     }
     Ok(report)
+}
+
+/// [`check`] under the noise of each seed.
+pub fn check_seeds(
+    scenario: &Scenario,
+    registry: &Registry,
+    seeds: &[u64],
+) -> Result<Report, String> {
+    let noise: Vec<Disturbance> = seeds.iter().copied().map(Disturbance::Noise).collect();
+    check(scenario, registry, &noise)
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+
 use super::components::Registry;
 use super::context::Context;
 use super::load::{Op, Scenario, Step};
@@ -154,14 +156,22 @@ pub async fn start_env(scenario: &Scenario, registry: &Registry) -> Result<TestE
 
 /// Run a scenario's steps against an environment that is already up.
 pub async fn run_in(env: &dyn World, scenario: &Scenario) -> Outcome {
-    run_in_with(env, scenario, OnStepFailure::Stop).await
+    run_in_with(env, scenario, OnStepFailure::Stop, &mut |_| {
+        Box::pin(std::future::ready(Ok(())))
+    })
+    .await
 }
 
-/// [`run_in`], saying what a failed step does.
+/// What is done to the world before each step, by the step's index (chaos's crash-only
+/// restarts); an error ends the run.
+pub type BeforeStep<'a> = dyn FnMut(usize) -> BoxFuture<'a, Result<(), String>> + Send + 'a;
+
+/// [`run_in`], saying what a failed step does, and doing `before_step` before each.
 pub async fn run_in_with(
     env: &dyn World,
     scenario: &Scenario,
     on_failure: OnStepFailure,
+    before_step: &mut BeforeStep<'_>,
 ) -> Outcome {
     let mut cx = Context::new(env, &scenario.namespace);
     let cluster = cx.cluster.clone();
@@ -194,6 +204,17 @@ pub async fn run_in_with(
             break;
         }
         let label = step_label(index, step);
+        if let Err(message) = before_step(index).await {
+            failure = Some(Failure {
+                file: scenario.file.clone(),
+                line: step.line,
+                step: format!("step {label}"),
+                verb: "before the step",
+                message,
+                dumps: Vec::new(),
+            });
+            break;
+        }
         recorder.step(&label, cluster.now());
         if let Err(f) = run_step(&mut cx, &scenario.file, &label, step, on_failure).await {
             match on_failure {

@@ -19,6 +19,7 @@
 //! next, so the runner needs no loop of its own and a virtual-time run stays deterministic.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use api::autoscaling::ProvisioningRequest;
@@ -82,12 +83,32 @@ pub struct Outcome {
     pub wake: Option<Timestamp>,
 }
 
-/// The autoscaler's memory between steps. Everything else is read back from the API server, so
-/// a restarted autoscaler carries on (forgetting only retry backoffs and scale-ups in flight).
+/// The cloud provider behind the node groups: the scale-ups asked of it whose Nodes are not all
+/// there yet. It is not the autoscaler's memory but the cloud's, so it outlives the autoscaler's
+/// process, as a real cloud's node group sizes do: an autoscaler killed during a scale-up and
+/// started again with the same `Cloud` sees its nodes arrive (and asks again for any whose
+/// creation it had decided on but not yet made). Cloning shares it.
+#[derive(Clone, Debug, Default)]
+pub struct Cloud(Arc<Mutex<Vec<PendingScaleUp>>>);
+
+impl Cloud {
+    fn scale_ups(&self) -> std::sync::MutexGuard<'_, Vec<PendingScaleUp>> {
+        // A step never panics while holding it; if one did, the list is still whole.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The autoscaler's memory between steps. Everything else is read back from the API server (and
+/// scale-ups in flight from the [`Cloud`]), so a restarted autoscaler carries on, forgetting only
+/// retry backoffs.
 pub struct Autoscaler {
     config: Config,
     /// Per request UID: the wait before its next retry.
     retry_wait: BTreeMap<String, Duration>,
+    cloud: Cloud,
+    /// The cloud's scale-ups, taken from it for the length of a step.
     pending: Vec<PendingScaleUp>,
     /// Requests (by UID) whose scale-up finished: the node group now holding their capacity.
     scaled_up: BTreeMap<String, String>,
@@ -97,11 +118,18 @@ pub struct Autoscaler {
 }
 
 impl Autoscaler {
+    /// An autoscaler with a cloud of its own.
     pub fn new(config: Config) -> Self {
+        Autoscaler::with_cloud(config, Cloud::default())
+    }
+
+    /// An autoscaler whose node groups are `cloud`'s (shared with an earlier run of it).
+    pub fn with_cloud(config: Config, cloud: Cloud) -> Self {
         Autoscaler {
             broken: Deviations::new(config.broken),
             config,
             retry_wait: BTreeMap::new(),
+            cloud,
             pending: vec![],
             scaled_up: BTreeMap::new(),
             unneeded_since: BTreeMap::new(),
@@ -120,6 +148,13 @@ impl Autoscaler {
                 wake: Some(next_tick),
             };
         }
+        self.pending = std::mem::take(&mut *self.cloud.scale_ups());
+        let outcome = self.step_with_scale_ups(world, now);
+        *self.cloud.scale_ups() = std::mem::take(&mut self.pending);
+        outcome
+    }
+
+    fn step_with_scale_ups(&mut self, world: &World, now: Timestamp) -> Outcome {
         let mut step = StepState {
             now,
             time: Time(support::clock::truncate_seconds(now)),

@@ -438,6 +438,36 @@ fn atomic_scale_up_provisions_at_once_and_the_nodes_follow() {
     assert_eq!(labels[nodes::NODE_GROUP_LABEL], "gpu");
 }
 
+#[rstest]
+#[case::before_the_delay(false)]
+#[case::between_deciding_on_the_nodes_and_creating_them(true)]
+fn a_restarted_autoscaler_sees_its_scale_ups_arrive(#[case] nodes_decided: bool) {
+    let mut h = Harness::new(GPU_GROUP);
+    h.template("t", &[("nvidia.com/gpu", "4")], &[]);
+    h.request("train", ATOMIC, &[("t", 2)], &[]);
+    h.advance_to(60);
+    if nodes_decided {
+        // At 120 s it decides to create the nodes, and dies before it does.
+        h.now = h.start + jiff::SignedDuration::from_secs(120);
+        let outcome = h.autoscaler.step(&h.world, h.now);
+        assert_eq!(outcome.actions.len(), 2, "{:?}", outcome.actions);
+    }
+    assert!(h.node_names().is_empty());
+    // Killed: its memory is gone, the cloud's node groups are not.
+    let cloud = h.autoscaler.cloud.clone();
+    h.autoscaler = Autoscaler::with_cloud(h.autoscaler.config().clone(), cloud);
+    h.advance_to(130);
+    assert_eq!(h.node_names(), ["gpu-0", "gpu-1"], "{:?}", h.log);
+    // And a fresh cloud would have forgotten them: what the shared one is for.
+    let mut forgetful = Harness::new(GPU_GROUP);
+    forgetful.template("t", &[("nvidia.com/gpu", "4")], &[]);
+    forgetful.request("train", ATOMIC, &[("t", 2)], &[]);
+    forgetful.advance_to(60);
+    forgetful.autoscaler = Autoscaler::new(forgetful.autoscaler.config().clone());
+    forgetful.advance_to(130);
+    assert!(forgetful.node_names().is_empty(), "{:?}", forgetful.log);
+}
+
 #[test]
 fn a_refused_node_creation_is_asked_for_again() {
     let mut h = Harness::new(GPU_GROUP);
