@@ -244,8 +244,48 @@ impl Ledger {
     /// The ending, with every generated name replaced by what it stands for.
     fn finish(mut self) -> Ending {
         self.take();
-        rename(&self.ending, &self.generated)
+        placements_pooled(rename(&self.ending, &self.generated))
     }
+}
+
+/// `ending` with the nodes a Job's pods were bound to as one sorted list, beside the Job, in
+/// place of each pod's own `spec.nodeName`: which of a Job's identical pods the scheduler put
+/// on which node follows the order the nodes came up in, a matter of timing; which nodes the
+/// Job's pods took is not.
+fn placements_pooled(mut ending: Ending) -> Ending {
+    let mut placements: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for (key, object) in ending.objects.iter_mut() {
+        if object["kind"] != "Pod" {
+            continue;
+        }
+        let Some(owner) = object["metadata"]["ownerReferences"]
+            .as_array()
+            .and_then(|owners| owners.iter().find(|o| o["controller"] == true))
+            .and_then(|o| Some(format!("{} {}", o["kind"].as_str()?, o["name"].as_str()?)))
+        else {
+            continue;
+        };
+        let Some(node) = object
+            .get_mut("spec")
+            .and_then(Value::as_object_mut)
+            .and_then(|spec| spec.remove("nodeName"))
+        else {
+            continue;
+        };
+        let cluster = key.split(' ').next().unwrap_or_default();
+        let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+        placements
+            .entry(format!(
+                "{cluster} nodes of the pods of {owner} in {namespace}"
+            ))
+            .or_default()
+            .push(node);
+    }
+    for (key, mut nodes) in placements {
+        nodes.sort_by_key(Value::to_string);
+        ending.objects.insert(key, Value::Array(nodes));
+    }
+    ending
 }
 
 /// A name the server generated (`generateName`), or one a controller derived from its owner's
@@ -755,6 +795,32 @@ mod tests {
         assert_eq!(
             generated_name(&job_workload),
             Some(("job-a-1b2c3".into(), "job-a-*".into()))
+        );
+    }
+
+    #[test]
+    fn which_pod_took_which_node_is_not_a_divergence_but_which_nodes_are() {
+        let ending = |nodes: [&str; 2]| {
+            let mut ending = Ending::default();
+            for (index, node) in nodes.iter().enumerate() {
+                ending.objects.insert(
+                    format!("manager Pod ns/train-{index}"),
+                    json!({"kind": "Pod",
+                        "metadata": {"name": format!("train-{index}"), "namespace": "ns",
+                            "ownerReferences": [{"kind": "Job", "name": "train", "controller": true}]},
+                        "spec": {"nodeName": node}}),
+                );
+            }
+            placements_pooled(ending)
+        };
+        let expected = ending(["gpu-0", "gpu-1"]);
+        assert!(compare(&expected, &ending(["gpu-1", "gpu-0"])).is_empty());
+        assert_eq!(
+            compare(&expected, &ending(["gpu-0", "cpu-0"])).lines,
+            [
+                r#"manager nodes of the pods of Job train in ns: ~ [0]: "gpu-0" -> "cpu-0""#,
+                r#"manager nodes of the pods of Job train in ns: ~ [1]: "gpu-1" -> "gpu-0""#
+            ]
         );
     }
 

@@ -8,7 +8,7 @@ use api::constants::{provreq_condition as cond, provreq_reason as reason};
 
 use super::next::Next;
 use super::node_groups::never_fits;
-use super::objects::condition;
+use super::objects::{condition, uid};
 use super::{Autoscaler, StepState, World};
 use crate::capacity::{PodGroup, plan_scale_up};
 use crate::messages;
@@ -24,6 +24,14 @@ impl Autoscaler {
     ) {
         if condition(request, cond::ACCEPTED).is_none() {
             next.set(cond::ACCEPTED, "True", reason::ACCEPTED, messages::ACCEPTED);
+        }
+        // Its scale-up was asked for (or is done) but the write saying so was lost: say it again.
+        // Its nodes are held for it (`simulate_existing`), so they would not be found free.
+        let own_scale_up = self.pending.iter().any(|p| p.uid == uid(request))
+            || self.scaled_up.contains_key(uid(request));
+        if own_scale_up && self.broken.provisions_own_scale_up() {
+            self.provisioned(next, reason::CAPACITY_IS_PROVISIONED);
+            return;
         }
         if !self.retry_due(request, step) {
             return;

@@ -269,6 +269,12 @@ impl Deviations {
         self.variant == Some(Broken::PartialScaleUp) && plan.total() > 0
     }
 
+    /// Whether a request whose scale-up was asked for is provisioned, when the write saying so
+    /// was lost. Reference: yes; the partial variant's scale-up is not all the request needs.
+    pub(super) fn provisions_own_scale_up(&self) -> bool {
+        self.variant != Some(Broken::PartialScaleUp)
+    }
+
     /// Whether a provisioned request's booking is over. Reference: its BookingExpired says so.
     pub(super) fn booking_expired(&self, request: &ProvisioningRequest) -> bool {
         match self.variant {

@@ -31,6 +31,8 @@ struct Harness {
     next_uid: u32,
     /// Node creations the "API server" refuses, from the next one on.
     refuse_node_creates: u32,
+    /// Status writes lost on the way (the connection dropped), from the next one on.
+    lose_status_writes: u32,
 }
 
 impl Harness {
@@ -45,6 +47,7 @@ impl Harness {
             log: vec![],
             next_uid: 0,
             refuse_node_creates: 0,
+            lose_status_writes: 0,
         };
         h.settle();
         h
@@ -73,6 +76,11 @@ impl Harness {
         match action {
             Action::WriteStatus(request) => {
                 let key = key_of(&request);
+                if self.lose_status_writes > 0 {
+                    self.lose_status_writes -= 1;
+                    self.log.push(format!("+{t}s {} status lost", key.1));
+                    return;
+                }
                 let before = self.world.requests.get(&key).and_then(|r| r.status.clone());
                 for c in &request.status.as_ref().expect("status").conditions {
                     let old = before
@@ -466,6 +474,24 @@ fn a_restarted_autoscaler_sees_its_scale_ups_arrive(#[case] nodes_decided: bool)
     forgetful.autoscaler = Autoscaler::new(forgetful.autoscaler.config().clone());
     forgetful.advance_to(130);
     assert!(forgetful.node_names().is_empty(), "{:?}", forgetful.log);
+}
+
+#[test]
+fn a_lost_provisioned_write_is_made_again_without_finding_its_own_nodes_taken() {
+    let mut h = Harness::new(GPU_GROUP);
+    h.template("t", &[("nvidia.com/gpu", "4")], &[]);
+    h.lose_status_writes = 1;
+    h.request("train", ATOMIC, &[("t", 2)], &[]);
+    assert_eq!(h.log[0], "+0s train status lost");
+    let p = h.condition("train", "Provisioned").expect("provisioned");
+    assert_eq!(
+        (p.status.as_str(), p.reason.as_str()),
+        ("True", "CapacityIsProvisioned"),
+        "{:?}",
+        h.log
+    );
+    h.advance_to(120);
+    assert_eq!(h.node_names(), ["gpu-0", "gpu-1"], "{:?}", h.log);
 }
 
 #[test]

@@ -182,10 +182,12 @@ impl Controller {
             .status
             .as_ref()
             .is_some_and(|s| !s.admission_checks.is_empty());
-        if owned.is_empty() && !has_checks {
-            return Ok(false);
-        }
         let wl = stored.clone();
+        if owned.is_empty() && !has_checks {
+            // Nothing to provision for any more (its check went with its flavor): a template it
+            // still owns is one whose hand-over to a now deleted request never happened.
+            return self.delete_stray_templates(ctx, &wl).await;
+        }
         // Requests outlive neither the workload's run nor, by default, its eviction.
         if finished || (evicted && self.cleanup_on_eviction) {
             let deleted = self.delete_requests(ctx, &owned).await?;
