@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 
 use e2e::scenario::chaos::{
-    Disturbance, TEST_RESTART_STRIDE, TEST_SEEDS, applies, check, check_seeds, restarts,
+    Disturbance, Report, TEST_RESTART_STRIDE, TEST_SEEDS, applies, check, check_seeds, restarts,
     restarts_apply,
 };
 use e2e::scenario::{Registry, load};
@@ -82,22 +82,7 @@ fn under_faults(#[files("scenarios/*.yaml")] path: PathBuf) {
         }
         return;
     }
-    if !report.failed.is_empty() {
-        let mut message = String::new();
-        for (seed, why, trace) in &report.failed {
-            message.push_str(&format!("{seed}: {why}\n"));
-            // Replaying one seed shows what its run's steps saw.
-            if seeds.len() == 1 {
-                message.push_str(&format!("trace:\n{}\n", trace.to_yaml()));
-            }
-        }
-        panic!(
-            "{}: {} of {} seeds ended differently (replay one with TOLLGATE_CHAOS_SEED=S):\n{message}",
-            report.name,
-            report.failed.len(),
-            seeds.len()
-        );
-    }
+    fail_on_divergence(&report, "seeds", "TOLLGATE_CHAOS_SEED=S");
 }
 
 /// Crash-only: before a step of a scenario running the controller or the fake autoscaler (and once
@@ -131,19 +116,26 @@ fn restarted_at_every_step(#[files("scenarios/*.yaml")] path: PathBuf) {
         report.runs,
         report.failed.len()
     );
-    if !report.failed.is_empty() {
-        let mut message = String::new();
-        for (restart, why, trace) in &report.failed {
-            message.push_str(&format!("{restart}: {why}\n"));
-            if runs.len() == 1 {
-                message.push_str(&format!("trace:\n{}\n", trace.to_yaml()));
-            }
-        }
-        panic!(
-            "{}: {} of {} restarts ended differently (replay one with TOLLGATE_RESTART_BEFORE=N):\n{message}",
-            report.name,
-            report.failed.len(),
-            report.runs
-        );
+    fail_on_divergence(&report, "restarts", "TOLLGATE_RESTART_BEFORE=N");
+}
+
+/// Fail with every run of `report` that ended differently; a replay of one run (`replay` says
+/// how) also shows its trace, what its steps saw.
+fn fail_on_divergence(report: &Report, runs: &str, replay: &str) {
+    if report.failed.is_empty() {
+        return;
     }
+    let mut message = String::new();
+    for (run, why, trace) in &report.failed {
+        message.push_str(&format!("{run}: {why}\n"));
+        if report.runs == 1 {
+            message.push_str(&format!("trace:\n{}\n", trace.to_yaml()));
+        }
+    }
+    panic!(
+        "{}: {} of {} {runs} ended differently (replay one with {replay}):\n{message}",
+        report.name,
+        report.failed.len(),
+        report.runs
+    );
 }
