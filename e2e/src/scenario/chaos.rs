@@ -507,9 +507,10 @@ async fn run_once_async(
     let env_ref = &env;
     let mut before_step = move |index: usize| -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
-            match restart_before == Some(index) {
-                true => restart_all(env_ref).await,
-                false => Ok(()),
+            if restart_before == Some(index) {
+                restart_all(env_ref).await
+            } else {
+                Ok(())
             }
         })
     };
