@@ -1,8 +1,9 @@
 //! Every scenario with components, rerun under faults on the components' own requests with
 //! [`TEST_SEEDS`] seeds: each run must end where the fault-free run ends
 //! (e2e/src/scenario/chaos.rs). `cargo xtask chaos --scenarios` runs more seeds (`.ci/run` 50);
-//! `TOLLGATE_CHAOS_SEED=S` replays one, with its trace. `restarted_at_every_step` kills the
-//! controller and the fake autoscaler before a step instead, and expects the same ending.
+//! `TOLLGATE_CHAOS_SEED=S` replays one, with its trace (and with `RUST_LOG`, the components'
+//! logs). `restarted_at_every_step` kills the controller and the fake autoscaler before a step
+//! instead, and expects the same ending.
 //!
 //! A scenario listed in `e2e/chaos-known.txt` (with what is known of why) is known to end
 //! differently under some seeds: its divergences are printed, not failed on. A listed scenario
@@ -51,8 +52,20 @@ fn known() -> Vec<(String, String)> {
         .collect()
 }
 
+/// `RUST_LOG` shows the components' logs (`RUST_LOG=controller=debug` every write), through the
+/// world's settling too, which the trace does not cover: for a replay of one run.
+fn logs() {
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
+}
+
 #[rstest]
 fn under_faults(#[files("scenarios/*.yaml")] path: PathBuf) {
+    logs();
     let scenario = load(&path).unwrap_or_else(|e| panic!("{e}"));
     if !applies(&scenario) {
         return;
@@ -92,6 +105,7 @@ fn under_faults(#[files("scenarios/*.yaml")] path: PathBuf) {
 /// `TOLLGATE_RESTART_BEFORE=N` runs only the restart before step N (from 1), with its trace.
 #[rstest]
 fn restarted_at_every_step(#[files("scenarios/*.yaml")] path: PathBuf) {
+    logs();
     let scenario = load(&path).unwrap_or_else(|e| panic!("{e}"));
     if !restarts_apply(&scenario) {
         return;

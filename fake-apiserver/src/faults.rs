@@ -144,7 +144,8 @@ impl FaultRule {
         self
     }
 
-    /// Only this resource: a plural (`configmaps`) or `plural.group` (`jobs.batch`).
+    /// Only this resource: a plural (`configmaps`) or `plural.group` (`jobs.batch`), with all its
+    /// subresources; or one subresource of it (`jobs/status`, `jobs.batch/status`).
     pub fn resource(mut self, resource: impl Into<String>) -> Self {
         self.resource = Some(resource.into());
         self
@@ -190,8 +191,15 @@ impl FaultRule {
             return false;
         }
         if let Some(r) = &self.resource {
+            // `jobs/status` names a subresource; `jobs` the object and all its subresources.
+            let (r, sub) = match r.split_once('/') {
+                Some((r, sub)) => (r, Some(sub)),
+                None => (r.as_str(), None),
+            };
             let qualified = crate::error::qualified_resource(&req.group, &req.resource);
-            if *r != req.resource && *r != qualified {
+            if (r != req.resource && r != qualified)
+                || sub.is_some_and(|sub| sub != req.subresource)
+            {
                 return false;
             }
         }
@@ -430,6 +438,24 @@ mod tests {
         let a = draw();
         assert_eq!(a, draw());
         assert!(a.iter().any(|x| *x) && a.iter().any(|x| !*x));
+    }
+
+    #[test]
+    fn a_resource_names_all_its_subresources_and_a_subresource_only_itself() {
+        let f = Faults::new(1, Arc::new(|| {}));
+        f.inject(FaultRule::fail(409).resource("jobs.batch/status"));
+        f.inject(FaultRule::fail(500).resource("pods"));
+        let at = |resource: &str, group: &str, subresource: &str| RequestInfo {
+            group: group.into(),
+            subresource: subresource.into(),
+            ..req(Verb::Update, resource, "x")
+        };
+        let code = |r: RequestInfo| f.judge(&r).fail.map(|e| e.code);
+        assert_eq!(code(at("jobs", "batch", "status")), Some(409));
+        assert_eq!(code(at("jobs", "batch", "")), None);
+        assert_eq!(code(at("jobs", "batch", "scale")), None);
+        assert_eq!(code(at("pods", "", "status")), Some(500));
+        assert_eq!(code(at("pods", "", "")), Some(500));
     }
 
     #[test]

@@ -198,8 +198,20 @@ fn annotation_value<'a>(job: &'a Job, key: &str) -> Option<&'a str> {
 
 /// Whether the job is suspended: `spec.suspend` is true and no stop is half done.
 pub fn is_suspended(job: &Job) -> bool {
-    let suspended = job.spec.as_ref().and_then(|s| s.suspend).unwrap_or(false);
-    suspended && annotation_value(job, STOPPING_ANNOTATION) != Some("true")
+    suspend_set(job) && !stop_marked(job)
+}
+
+/// Whether a stop is half done: the job is suspended but its template not yet put back.
+pub fn is_stopping(job: &Job) -> bool {
+    suspend_set(job) && stop_marked(job)
+}
+
+fn suspend_set(job: &Job) -> bool {
+    job.spec.as_ref().and_then(|s| s.suspend).unwrap_or(false)
+}
+
+fn stop_marked(job: &Job) -> bool {
+    annotation_value(job, STOPPING_ANNOTATION) == Some("true")
 }
 
 /// Whether the job still has running pods (`status.active` is not 0); the quota of an evicted job is released
@@ -373,6 +385,10 @@ pub fn stop_job(job: &mut Job, original: &[PodSet]) -> StopOutcome {
         && annotations.remove(STOPPING_ANNOTATION).is_some()
     {
         outcome.spec_changed = true;
+        // As Go's `omitempty` sends it: no annotations rather than an empty map.
+        if annotations.is_empty() {
+            job.metadata.annotations = None;
+        }
     }
     if let Some(status) = job.status.as_mut()
         && status.start_time.take().is_some()

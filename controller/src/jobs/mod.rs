@@ -20,8 +20,9 @@ pub(crate) use job::merge_into_template;
 pub use job::{
     COMPLETIONS_EQUAL_PARALLELISM_ANNOTATION, DEFAULT_POD_SET_NAME, FAILED_TO_START_REASON,
     MAX_WORKLOAD_NAME_LENGTH, MIN_PARALLELISM_ANNOTATION, STOPPING_ANNOTATION, StopOutcome,
-    finished, is_active, is_dispatched, is_managed, is_suspended, pods_ready, podsets_from_job,
-    provreq_annotations, queue_name, start_job, stop_job, suspend_on_creation, workload_name,
+    finished, is_active, is_dispatched, is_managed, is_stopping, is_suspended, pods_ready,
+    podsets_from_job, provreq_annotations, queue_name, start_job, stop_job, suspend_on_creation,
+    workload_name,
 };
 pub use podset::{
     CLUSTER_QUEUE_LABEL, LOCAL_QUEUE_LABEL, MULTIKUEUE_WORKER_WORKLOAD_POD_LABEL, PODSET_LABEL,

@@ -834,6 +834,28 @@ fn stop_reports_what_changed(
     );
 }
 
+/// Kueue's stopping mark: a suspended job still marked is a stop cut short, neither running nor
+/// suspended, so the reconciler finishes the stop before anything else.
+#[rstest]
+#[case::running(Some(false), None, false, false)]
+#[case::suspended(Some(true), None, true, false)]
+#[case::stop_cut_short(Some(true), Some("true"), false, true)]
+#[case::mark_without_suspend(Some(false), Some("true"), false, false)]
+fn a_marked_suspended_job_is_stopping_not_suspended(
+    #[case] suspend: Option<bool>,
+    #[case] stopping: Option<&str>,
+    #[case] suspended: bool,
+    #[case] is_stopping_now: bool,
+) {
+    let mut j = match stopping {
+        Some(v) => with_annotations(job("demo"), &[(STOPPING_ANNOTATION, v)]),
+        None => job("demo"),
+    };
+    j.spec.as_mut().unwrap().suspend = suspend;
+    assert_eq!(is_suspended(&j), suspended);
+    assert_eq!(is_stopping(&j), is_stopping_now);
+}
+
 #[test]
 fn stop_without_podsets_only_suspends() {
     let mut j = job("demo");

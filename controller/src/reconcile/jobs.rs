@@ -114,7 +114,17 @@ impl Reconciler {
                     .and_then(|k| world.workloads.get(k))
                     .cloned(),
             };
-            progressed |= self.reconcile_job(world, job, wl).await?;
+            match self.reconcile_job(world, job, wl).await {
+                Ok(p) => progressed |= p,
+                // A refusal no retry cures (a 422: the template of a job with pods) is this
+                // job's alone, as Kueue requeues only the object concerned: it is looked at again
+                // on its next change. Failing the pass would fail it again and again, and hold
+                // back every other object of the controller.
+                Err(Error::Api(kube::Error::Api(status))) if refused_for_good(status.code) => {
+                    tracing::warn!(job = %key, code = status.code, reason = %status.message, "the job's write was refused; it waits for its next change");
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(progressed)
     }
@@ -216,7 +226,13 @@ impl Reconciler {
                 .unwrap_or_default();
             let mut progressed = self.stop(world, &job, &wl.spec.pod_sets, &message).await?;
             let job = world.jobs.get(&key_of(&job)).cloned().unwrap_or(job);
-            if workload::has_quota_reservation(&wl) && !jobs::is_active(&job) {
+            // Only a job stopped to the end gives its quota back (Kueue releases it only once
+            // its stop succeeded): a stop whose write lost a race has not suspended the job, and
+            // a job with no pods yet would otherwise run on, admitted again elsewhere.
+            if workload::has_quota_reservation(&wl)
+                && jobs::is_suspended(&job)
+                && !jobs::is_active(&job)
+            {
                 let mut next = wl.clone();
                 let status = next.status.get_or_insert_with(WorkloadStatus::default);
                 let gen_ = wl.metadata.generation;
@@ -229,6 +245,18 @@ impl Reconciler {
                 }
             }
             return Ok(progressed);
+        }
+        // A stop cut short (Kueue's stopping mark still on the job) is finished first, whatever
+        // the workload's state now: the job starts again only from its own template.
+        if jobs::is_stopping(&job) {
+            return self
+                .stop(
+                    world,
+                    &job,
+                    &wl.spec.pod_sets,
+                    "Not admitted by cluster queue",
+                )
+                .await;
         }
         if jobs::is_suspended(&job) {
             if workload::is_admitted(&wl) {
@@ -366,9 +394,20 @@ impl Reconciler {
         // job that is not suspended, and to change its template while it has one.
         let mut current = job.clone();
         let mut progressed = false;
-        if outcome.stopped_now {
+        // A stop cut short has made this write already (Kueue writes it again, and announces
+        // the stop again, on every try while the job's pods go).
+        if outcome.stopped_now && !jobs::is_stopping(job) {
             let mut suspended = job.clone();
             suspended.spec.get_or_insert_with(Default::default).suspend = Some(true);
+            // As Kueue: the job counts as stopping, not suspended, until the template is put
+            // back (the last write removes the mark). A stop cut short by a failed write is so
+            // finished before the job is started again, instead of starting on the template of
+            // its last admission (a node selector of the flavor it left conflicts with the new).
+            suspended
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert(jobs::STOPPING_ANNOTATION.to_owned(), "true".to_owned());
             let Written::Ok(new) = self.writer.replace(&suspended).await? else {
                 return Ok(false);
             };
@@ -487,4 +526,11 @@ impl Reconciler {
         }
         Ok(false)
     }
+}
+
+/// Whether an API refusal is one that trying the same write again cannot cure: a client error
+/// other than a conflict (409: a newer version brings the object back), a timeout (408) or
+/// throttling (429).
+fn refused_for_good(code: u16) -> bool {
+    (400..500).contains(&code) && ![408, 409, 429].contains(&code)
 }

@@ -28,6 +28,10 @@ pub struct Context<'a> {
     kinds: HashMap<(Option<String>, String, String), (ApiResource, ApiCapabilities)>,
     /// The scenario's `watch`es, in the order they started.
     pub watches: Vec<ScenarioWatch>,
+    /// Asserts do not compare instants (`lastTransitionTime: "2026-01-01T00:10:00Z"`): under
+    /// chaos, faults move when things happen, and an assert that waits for an instant that will
+    /// not come would hold the run back while the world's own timers run on.
+    pub any_instant: bool,
 }
 
 impl<'a> Context<'a> {
@@ -39,6 +43,7 @@ impl<'a> Context<'a> {
             namespace,
             kinds: HashMap::new(),
             watches: Vec::new(),
+            any_instant: false,
         }
     }
 

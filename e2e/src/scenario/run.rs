@@ -39,8 +39,8 @@ pub enum OnStepFailure {
     Stop,
     /// Under chaos, where the components are slowed by faults: a failed operation is tried again
     /// every second for up to [`PATIENCE`] (the scenario waits for the world to catch up), and a
-    /// step that still fails is passed over; what counts is where the run ends. A broken
-    /// invariant still ends it.
+    /// step that still fails is passed over; what counts is where the run ends. Asserts compare
+    /// no instants ([`Context::any_instant`]). A broken invariant still ends it.
     GoOn,
 }
 
@@ -174,6 +174,7 @@ pub async fn run_in_with(
     before_step: &mut BeforeStep<'_>,
 ) -> Outcome {
     let mut cx = Context::new(env, &scenario.namespace);
+    cx.any_instant = on_failure == OnStepFailure::GoOn;
     let cluster = cx.cluster.clone();
     let feed = cluster.observe();
     let mut recorder = Recorder::new(feed, scenario.trace.clone(), env.start_time());

@@ -25,7 +25,7 @@ use crate::error::Error;
 use crate::options::Options;
 use crate::state::{Key, World, key_of};
 use crate::watch::{AnyEvent, Watch, take, watch};
-use crate::workload;
+use crate::workload::{self, checks};
 use crate::writer::Written;
 use support::mirror::Mirror;
 
@@ -241,14 +241,24 @@ impl Controller {
     }
 
     /// The provisioning checks of a workload, each with its config (`None`: the check is not
-    /// active: no AdmissionCheck, a bad reference or a missing config).
+    /// active: no AdmissionCheck, a bad reference or a missing config). A listed check that the
+    /// workload's ClusterQueue no longer requires for its current flavors is left out: the
+    /// status's list catches up with a new quota reservation only in a later write, and a
+    /// request made in between (for a flavor the workload just left) would be deleted again.
     fn provisioning_configs(
         &self,
         world: &World,
         wl: &Workload,
     ) -> BTreeMap<String, Option<ProvisioningRequestConfigSpec>> {
+        let required = wl
+            .status
+            .as_ref()
+            .and_then(|s| s.admission.as_ref())
+            .and_then(|a| world.cluster_queues.get(&a.cluster_queue))
+            .map(|cq| checks::required_for(wl, &cq.spec));
         let states = wl.status.iter().flat_map(|s| &s.admission_checks);
         states
+            .filter(|s| required.as_ref().is_none_or(|r| r.contains(&s.name)))
             .filter_map(|s| {
                 let ac = world.admission_checks.get(&s.name)?;
                 if ac.spec.controller_name != controller_name::PROVISIONING_REQUEST {
@@ -428,8 +438,22 @@ impl Controller {
         for m in &merged {
             let pt_name = names::pod_template_name(&name, &m.pod_set.name);
             let pt_key = format!("{}/{pt_name}", wl.namespace().unwrap_or_default());
-            if self.templates.get(&pt_key).is_some() {
-                continue;
+            if let Some(existing) = self.templates.get(&pt_key).cloned() {
+                // Made by an earlier pass for this attempt, whose request was not created.
+                if controlled_by(&existing, wl.uid().as_deref())
+                    && existing.metadata.deletion_timestamp.is_none()
+                {
+                    continue;
+                }
+                // A deleted request's, under this attempt's name (a preempted workload's next
+                // request may reuse it): its deletion failed, or its answer or its watch event
+                // was lost. The new request must not point at a template about to go.
+                if existing.metadata.deletion_timestamp.is_some() {
+                    retry_later(ctx, &key_of(wl));
+                    return Ok(None);
+                }
+                ctx.writer.delete(&existing).await?;
+                self.templates.delete(&existing);
             }
             let pt = match request::pod_template(wl, &pt_name, m, &flavors) {
                 Ok(pt) => pt,
@@ -614,11 +638,7 @@ impl Controller {
             .templates
             .values()
             .filter(|pt| pt.namespace() == ns)
-            .filter(|pt| {
-                pt.owner_references()
-                    .iter()
-                    .any(|o| o.controller == Some(true) && o.uid == uid)
-            })
+            .filter(|pt| controlled_by(*pt, Some(&uid)))
             .cloned()
             .collect();
         for pt in &stray {
@@ -775,6 +795,13 @@ fn has_condition(req: &ProvisioningRequest, kind: &str) -> bool {
 }
 
 /// The workload a request belongs to (its controller owner), as Kueue's index finds it.
+/// Whether `uid` is the object's controller.
+fn controlled_by(obj: &impl Resource, uid: Option<&str>) -> bool {
+    obj.owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == uid)
+}
+
 fn workload_owner(req: &ProvisioningRequest) -> Option<&OwnerReference> {
     req.owner_references()
         .iter()

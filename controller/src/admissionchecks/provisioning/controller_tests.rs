@@ -6,8 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use api::autoscaling::ProvisioningRequest;
-use api::kueue::{AdmissionCheck, ProvisioningRequestConfig, ResourceFlavor, Workload};
+use api::kueue::{
+    AdmissionCheck, ClusterQueue, ProvisioningRequestConfig, ResourceFlavor, Workload,
+};
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::PodTemplate;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher::Event;
 use kube::{Client, ResourceExt};
@@ -251,4 +254,76 @@ async fn a_refused_delete_of_an_evicted_workloads_request_is_tried_again() {
     .await;
     run_passes(&mut story).await;
     renewed_request(&story).await;
+}
+
+/// The next attempt reuses the evicted request's name, so its PodTemplate's too. When deleting
+/// the old template fails after the garbage collector has taken it (or its watch event is late),
+/// the controller still holds it: the new request must get a template of its own, not point at
+/// one that is gone (the autoscaler would fail it: "missing pod templates").
+#[tokio::test(start_paused = true)]
+async fn a_new_attempt_under_the_old_name_gets_a_template_of_its_own() {
+    let mut story = story(None).await;
+    let templates: Api<PodTemplate> = Api::namespaced(story.client.clone(), "default");
+    let old: PodTemplate = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "PodTemplate",
+        "metadata": {"name": "ppt-w-capacity-1-main", "namespace": "default",
+                     "labels": {"kueue.x-k8s.io/managed": "true"},
+                     "ownerReferences": [{"apiVersion": "autoscaling.x-k8s.io/v1",
+                         "kind": "ProvisioningRequest", "name": "w-capacity-1",
+                         "uid": story.provisioned.uid(), "controller": true,
+                         "blockOwnerDeletion": true}]},
+        "template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "c", "image": "busybox"}]}},
+    }))
+    .expect("a template");
+    let old = templates
+        .create(&PostParams::default(), &old)
+        .await
+        .expect("created");
+    story
+        .controller
+        .apply(&story.world, Box::new(Event::Apply(old.clone())));
+    story._server.faults().inject(
+        fake_apiserver::FaultRule::fail(500)
+            .verb(fake_apiserver::Verb::Delete)
+            .resource("podtemplates")
+            .times(1),
+    );
+    run_passes(&mut story).await;
+    let now = renewed_request(&story).await;
+    let template = templates
+        .get_opt("ppt-w-capacity-1-main")
+        .await
+        .expect("a get")
+        .expect("the new request's template exists");
+    assert_ne!(template.uid(), old.uid(), "the old template was kept");
+    let controller = template
+        .owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.uid.clone());
+    assert_eq!(controller, now.uid(), "the template is the new request's");
+}
+
+/// Quota reserved again on a flavor the check does not cover, while the status still lists the
+/// check (the workload's list catches up in a later write): no request is made for it, and the
+/// provisioned one goes.
+#[tokio::test(start_paused = true)]
+async fn no_request_for_a_check_the_new_flavor_does_not_need() {
+    let mut story = story(Some(false)).await;
+    let cq: ClusterQueue = serde_json::from_value(json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+        "metadata": {"name": "team", "resourceVersion": "1"},
+        "spec": {
+            "admissionChecksStrategy": {"admissionChecks": [
+                {"name": "capacity", "onFlavors": ["reserved"]}]},
+            "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": "reserved", "resources": [{"name": "cpu", "nominalQuota": "4"}]},
+                {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "4"}]}]}],
+        },
+    }))
+    .expect("a queue");
+    story.world.cluster_queues.apply(cq);
+    run_passes(&mut story).await;
+    assert!(request_now(&story).await.is_none(), "a request was made");
 }

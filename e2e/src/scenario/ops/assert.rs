@@ -100,7 +100,10 @@ impl AssertOp {
 /// Whether an object matching `expected` exists; if not, what the cluster held instead.
 async fn matches(cx: &mut Context<'_>, expected: &Value, keys: &ListKeys) -> Result<(), String> {
     let named = expected["metadata"]["name"].as_str().map(str::to_owned);
-    let (expected, candidates) = cx.find(expected).await?;
+    let (mut expected, candidates) = cx.find(expected).await?;
+    if cx.any_instant {
+        drop_instants(&mut expected);
+    }
     if candidates.is_empty() {
         // Named as the scenario named it (`find` takes a name pattern out of `expected`).
         let mut shown = expected.clone();
@@ -141,4 +144,51 @@ async fn matches(cx: &mut Context<'_>, expected: &Value, keys: &ListKeys) -> Res
         out.push_str(&format!("    {l}\n"));
     }
     Err(out.trim_end().to_string())
+}
+
+/// Removes every field whose expected value is an instant (an RFC 3339 time), so that only what
+/// happened is compared, not when ([`Context::any_instant`]).
+fn drop_instants(expected: &mut Value) {
+    match expected {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.as_str().is_some_and(is_instant));
+            map.values_mut().for_each(drop_instants);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_instants),
+        _ => {}
+    }
+}
+
+fn is_instant(s: &str) -> bool {
+    s.parse::<jiff::Timestamp>().is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn instants_are_dropped_at_any_depth_and_nothing_else() {
+        let mut expected = json!({
+            "metadata": {"name": "wl", "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {
+                "conditions": [{"type": "Evicted", "status": "True",
+                                "lastTransitionTime": "2026-01-01T00:10:00Z"}],
+                "requeueState": {"requeueAt": "2026-01-01T00:11:00Z", "count": 1},
+                "message": "evicted at 2026-01-01T00:10:00Z",
+            },
+        });
+        super::drop_instants(&mut expected);
+        assert_eq!(
+            expected,
+            json!({
+                "metadata": {"name": "wl"},
+                "status": {
+                    "conditions": [{"type": "Evicted", "status": "True"}],
+                    "requeueState": {"count": 1},
+                    "message": "evicted at 2026-01-01T00:10:00Z",
+                },
+            })
+        );
+    }
 }

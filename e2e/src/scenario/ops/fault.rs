@@ -6,6 +6,7 @@ use serde::Deserialize;
 use fake_apiserver::{FaultRule, Verb};
 
 use super::{Check, OpResult, Operation};
+use crate::cluster::COMPONENT_USER_AGENT;
 use crate::scenario::check::Checker;
 use crate::scenario::context::Context;
 use crate::scenario::duration::{VirtualDuration, format_duration};
@@ -32,9 +33,12 @@ pub enum Fault {
 pub struct FailFault {
     pub code: u16,
     pub verb: Option<Verb>,
+    /// A plural (`jobs`), `plural.group`, or either with a subresource (`jobs/status`).
     pub resource: Option<String>,
     pub namespace: Option<String>,
     pub name: Option<String>,
+    /// Only this component's requests (`controller`, `fake-autoscaler`, `job-runner`).
+    pub component: Option<String>,
     /// Only the first this many matching requests.
     pub times: Option<u32>,
 }
@@ -48,6 +52,7 @@ pub struct DelayFault {
     pub resource: Option<String>,
     pub namespace: Option<String>,
     pub name: Option<String>,
+    pub component: Option<String>,
     pub times: Option<u32>,
 }
 
@@ -100,6 +105,7 @@ impl Fault {
                     &f.resource,
                     &f.namespace,
                     &f.name,
+                    &f.component,
                     f.times,
                 ));
             }
@@ -110,6 +116,7 @@ impl Fault {
                     &d.resource,
                     &d.namespace,
                     &d.name,
+                    &d.component,
                     d.times,
                 ));
             }
@@ -129,6 +136,7 @@ fn target(
     resource: &Option<String>,
     namespace: &Option<String>,
     name: &Option<String>,
+    component: &Option<String>,
     times: Option<u32>,
 ) -> FaultRule {
     if let Some(v) = verb {
@@ -142,6 +150,9 @@ fn target(
     }
     if let Some(n) = name {
         rule = rule.name(n.clone());
+    }
+    if let Some(c) = component {
+        rule = rule.user_agent(format!("{COMPONENT_USER_AGENT}{c}"));
     }
     if let Some(n) = times {
         rule = rule.times(n);
