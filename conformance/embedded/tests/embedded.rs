@@ -55,8 +55,10 @@ fn a_flaky_api_server_does_not_change_a_correct_class_verdict(
     #[values(1, 2)] seed: u64,
 ) {
     let mut options = class.options();
-    // The kueue profile also runs the embedded job runner, test machinery playing the Job
-    // controller and the kubelet, which does not retry; on a cluster those are the cluster's own.
+    // Left out: with it, the run lasts long enough that the class's answers, slowed by the
+    // faults on its own writes (each retried on its next loop, 10 s later), reach 18 to 24 s,
+    // and the tests that hold 30 s for a broken rule become inconclusive ("partial"); see
+    // RELIABILITY.md. The kueue test itself passes on every seed tried.
     options.kueue = false;
     let flaky = embedded::Flaky {
         seed,

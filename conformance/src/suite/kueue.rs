@@ -188,7 +188,10 @@ async fn check(ctx: &Ctx, name: &str) -> Result<(), Failure> {
         })
         .map(|c| c.last_transition_time.0)
         .ok_or_else(|| Failure::other("the Job started but its Workload is not Admitted"))?;
-    let request = format!("{}-{name}-1", workload.name_any());
+    // The request the admission went by, as the check hands it to the pods: the first attempt,
+    // or a later one when Kueue retried (a booking that expired before a slow admission).
+    let request = consumed_request(&workload, name)
+        .unwrap_or_else(|| format!("{}-{name}-1", workload.name_any()));
     // Both times are the cluster's own, in whole seconds: the request's Provisioned=True and the
     // Workload's Admitted=True.
     let current = ctx.get(&request).await?;
@@ -238,6 +241,20 @@ async fn check(ctx: &Ctx, name: &str) -> Result<(), Failure> {
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// The request named by the check's podSetUpdates (`consume-provisioning-request`).
+fn consumed_request(workload: &Workload, check: &str) -> Option<String> {
+    workload
+        .status
+        .as_ref()?
+        .admission_checks
+        .iter()
+        .find(|c| c.name == check)?
+        .pod_set_updates
+        .iter()
+        .find_map(|u| u.annotations.get(annotation::CONSUME_PROVISIONING_REQUEST))
+        .cloned()
 }
 
 /// Deletes what the test made outside its namespace, and the Job (whose Workload the
@@ -343,4 +360,35 @@ where
                 api::config::GoDuration(timeout)
             ))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use api::kueue::Workload;
+    use serde_json::json;
+
+    /// Under faults Kueue may admit on a later attempt: the test checks the request the
+    /// admission went by, not attempt 1.
+    #[test]
+    fn the_consumed_request_is_read_from_the_checks_pod_set_update() {
+        let workload: Workload = serde_json::from_value(json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+            "metadata": {"name": "job-a"},
+            "spec": {"podSets": []},
+            "status": {"admissionChecks": [
+                {"name": "other", "state": "Ready", "lastTransitionTime": "2026-01-01T00:00:00Z",
+                 "message": "", "podSetUpdates": [{"name": "main", "annotations": {
+                     "autoscaling.x-k8s.io/consume-provisioning-request": "job-a-other-1"}}]},
+                {"name": "check", "state": "Ready", "lastTransitionTime": "2026-01-01T00:00:00Z",
+                 "message": "", "podSetUpdates": [{"name": "main", "annotations": {
+                     "autoscaling.x-k8s.io/consume-provisioning-request": "job-a-check-2"}}]},
+            ]},
+        }))
+        .expect("a workload");
+        assert_eq!(
+            super::consumed_request(&workload, "check").as_deref(),
+            Some("job-a-check-2")
+        );
+        assert_eq!(super::consumed_request(&workload, "missing"), None);
+    }
 }

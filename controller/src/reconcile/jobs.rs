@@ -246,25 +246,16 @@ impl Reconciler {
             }
             return Ok(progressed);
         }
-        // A stop cut short (Kueue's stopping mark still on the job) is finished first, whatever
-        // the workload's state now: the job starts again only from its own template.
-        if jobs::is_stopping(&job) {
-            return self
-                .stop(
-                    world,
-                    &job,
-                    &wl.spec.pod_sets,
-                    "Not admitted by cluster queue",
-                )
-                .await;
-        }
         if jobs::is_suspended(&job) {
             if workload::is_admitted(&wl) {
                 return self.start(world, &job, &wl).await;
             }
             return Ok(false);
         }
-        if !workload::is_admitted(&wl) {
+        // A running job not admitted, or a stop cut short (Kueue's stopping mark still on the
+        // job), finished whatever the workload's state now: a job starts again only from its
+        // own template.
+        if jobs::is_stopping(&job) || !workload::is_admitted(&wl) {
             return self
                 .stop(
                     world,
