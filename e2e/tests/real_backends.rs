@@ -96,7 +96,7 @@ fn enough_scenarios_run_on_real_clusters() {
         .filter(|s| blocker(&Backend::ControlPlane, s).is_none())
         .count();
     assert!(
-        runnable >= 34,
+        runnable >= 37,
         "only {runnable} scenarios run on real clusters"
     );
 }
