@@ -428,16 +428,12 @@ fn forget_history(status: &mut Value) {
 
 fn blank_values(value: &mut Value) {
     match value {
-        Value::String(s) if is_timestamp(s) => *s = "<time>".into(),
+        Value::String(s) if crate::json::is_instant(s) => *s = "<time>".into(),
         Value::String(s) => *s = blank_uids(s),
         Value::Array(items) => items.iter_mut().for_each(blank_values),
         Value::Object(fields) => fields.values_mut().for_each(blank_values),
         _ => {}
     }
-}
-
-fn is_timestamp(s: &str) -> bool {
-    s.len() >= 20 && s.as_bytes()[10] == b'T' && s.parse::<jiff::Timestamp>().is_ok()
 }
 
 /// `s` with every uid in it (`8-4-4-4-12` hexadecimal digits) replaced by `<uid>`, and the

@@ -151,16 +151,12 @@ async fn matches(cx: &mut Context<'_>, expected: &Value, keys: &ListKeys) -> Res
 fn drop_instants(expected: &mut Value) {
     match expected {
         Value::Object(map) => {
-            map.retain(|_, v| !v.as_str().is_some_and(is_instant));
+            map.retain(|_, v| !v.as_str().is_some_and(crate::json::is_instant));
             map.values_mut().for_each(drop_instants);
         }
         Value::Array(items) => items.iter_mut().for_each(drop_instants),
         _ => {}
     }
-}
-
-fn is_instant(s: &str) -> bool {
-    s.parse::<jiff::Timestamp>().is_ok()
 }
 
 #[cfg(test)]
