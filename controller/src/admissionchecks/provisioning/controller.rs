@@ -794,7 +794,6 @@ fn has_condition(req: &ProvisioningRequest, kind: &str) -> bool {
         .any(|c| c.type_ == kind && c.status == "True")
 }
 
-/// The workload a request belongs to (its controller owner), as Kueue's index finds it.
 /// Whether `uid` is the object's controller.
 fn controlled_by(obj: &impl Resource, uid: Option<&str>) -> bool {
     obj.owner_references()
@@ -802,6 +801,7 @@ fn controlled_by(obj: &impl Resource, uid: Option<&str>) -> bool {
         .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == uid)
 }
 
+/// The workload a request belongs to (its controller owner), as Kueue's index finds it.
 fn workload_owner(req: &ProvisioningRequest) -> Option<&OwnerReference> {
     req.owner_references()
         .iter()
