@@ -278,16 +278,21 @@ pub fn evict(
 /// Kueue joins a deactivation's reason and its cause: `DeactivatedDueToAdmissionCheck`.
 const DUE_TO: &str = "DueTo";
 
+/// The cause of a deactivation's Evicted reason (`EvictedOnManagerCluster` from
+/// `DeactivatedDueToEvictedOnManagerCluster`); `None` for any other reason.
+pub fn deactivation_cause(eviction_reason: &str) -> Option<&str> {
+    eviction_reason
+        .strip_prefix(reason::DEACTIVATED)
+        .and_then(|rest| rest.strip_prefix(DUE_TO))
+}
+
 /// The (reason, underlyingCause) Kueue counts an eviction under, read from the Evicted reason
 /// written for it: a deactivation with a cause is written `Deactivated` + `DueTo` + cause and
 /// counted as (`Deactivated`, cause); a PodsReady timeout is counted with the PodsReady
 /// condition's wait (`WaitForStart` or `WaitForRecovery`), as Kueue's timeout passes it;
 /// every other reason has no underlying cause.
 fn eviction_stats_key<'r>(status: &WorkloadStatus, eviction_reason: &'r str) -> (&'r str, String) {
-    if let Some(cause) = eviction_reason
-        .strip_prefix(reason::DEACTIVATED)
-        .and_then(|rest| rest.strip_prefix(DUE_TO))
-    {
+    if let Some(cause) = deactivation_cause(eviction_reason) {
         return (reason::DEACTIVATED, cause.to_owned());
     }
     if eviction_reason == reason::PODS_READY_TIMEOUT {

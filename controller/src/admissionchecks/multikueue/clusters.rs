@@ -423,7 +423,9 @@ impl Clusters {
                 } else {
                     link.attempts += 1;
                     let wait = retry_after(link.attempts);
-                    link.next_attempt = Some(now.checked_add(wait).unwrap_or(now));
+                    let next = now.checked_add(wait).unwrap_or(now);
+                    tracing::debug!(cluster = %cluster, attempts = link.attempts, %now, %next, error = %why, "worker cluster connection failed");
+                    link.next_attempt = Some(next);
                     link.failure = Some(why);
                 }
                 disconnect(worker, now);
@@ -610,6 +612,7 @@ impl Clusters {
                     timeout: establish_timeout(link.attempts),
                     reports: self.reports.clone(),
                 };
+                tracing::debug!(cluster = %target.cluster, %now, timeout = ?target.timeout, "worker cluster connecting");
                 let connect = self.connector.connect(config);
                 link.task = Some(Task(tokio::spawn(run_link(target, connect))));
                 None

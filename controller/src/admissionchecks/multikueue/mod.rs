@@ -21,6 +21,7 @@ pub mod dispatch;
 pub mod gc;
 pub mod kubeconfig;
 pub mod plan;
+pub mod retry;
 pub mod workers;
 pub mod workloads;
 

@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use kube::ResourceExt;
 
 use super::dispatch::{self, Dispatcher};
-use crate::workload::{self, conditions};
+use crate::workload::{self, conditions, lifecycle};
 
 /// The reason of the Events MultiKueue records on workloads.
 pub const EVENT_REASON: &str = "MultiKueue";
@@ -81,6 +81,9 @@ pub struct Remote<'a> {
     pub copy: Option<&'a Workload>,
     /// Whether its watch shows our job for the workload.
     pub job: bool,
+    /// The manager asked the copy to evict (its DeactivationTarget, as its watch shows it or as
+    /// this controller wrote it before the watch caught up).
+    pub asked_to_evict: bool,
 }
 
 /// Whether the local job may be dispatched.
@@ -207,7 +210,10 @@ impl Plan {
 /// - the job is created only when no other worker is known to hold a job of the workload (a
 ///   worker lost for longer than `workerLostTimeout` is given up, as the KEP says);
 /// - nothing is dispatched while the workload is evicted on the manager, or to a worker that
-///   holds a same-named job MultiKueue did not create (#12404).
+///   holds a same-named job MultiKueue did not create (#12404);
+/// - a copy asked to evict with the manager's workload is replaced once quota is reserved again,
+///   even when the release of the quota went unseen (Kueue would let it, still Admitted, win the
+///   next admission, and lose it when its worker evicts it).
 pub fn plan(f: &Facts) -> Plan {
     let mut p = Plan::default();
     let status = f.local.status.as_ref();
@@ -296,6 +302,17 @@ pub fn plan(f: &Facts) -> Plan {
         let Some(copy) = remote.copy.filter(|c| !is_terminating(c)) else {
             continue;
         };
+        // A copy the manager asked to evict belongs to an earlier admission: once quota is
+        // reserved again it goes, as it would have had the release of the quota been seen.
+        if !local_evicted && (remote.asked_to_evict || deactivated_for_the_manager(copy)) {
+            p.push(Action::Remove {
+                cluster: cluster.clone(),
+                job: remote.job,
+                copy: true,
+            });
+            removed.insert(cluster);
+            continue;
+        }
         match drift(f.local, copy) {
             Drift::None => {}
             Drift::Priority => p.push(Action::UpdatePriority {
@@ -349,11 +366,12 @@ pub fn plan(f: &Facts) -> Plan {
             if local_evicted {
                 // Evicted on the manager: the worker evicts its copy, so that the job stops
                 // there and its status reports back (#7350).
-                let asked = f.remotes[winner]
+                let remote = &f.remotes[winner];
+                let targeted = remote
                     .copy
                     .and_then(|c| c.status.as_ref())
                     .is_some_and(|s| conditions::is_true(&s.conditions, cond::DEACTIVATION_TARGET));
-                if !asked {
+                if !remote.asked_to_evict && !targeted {
                     let message = status
                         .and_then(|s| conditions::find(&s.conditions, cond::EVICTED))
                         .map(|c| c.message.as_str())
@@ -581,6 +599,27 @@ fn earliest<'f>(
 /// A copy its worker has not deactivated.
 fn is_running_copy(copy: &Workload) -> bool {
     workload::is_active(copy) || workload::is_finished(copy)
+}
+
+/// Whether a copy's DeactivationTarget is the manager's request to evict it.
+pub fn asked_to_evict(copy: &Workload) -> bool {
+    copy.status
+        .as_ref()
+        .and_then(|s| conditions::find(&s.conditions, cond::DEACTIVATION_TARGET))
+        .is_some_and(|c| c.status == "True" && c.reason == EVICTED_ON_MANAGER_CLUSTER)
+}
+
+/// Whether a copy's worker deactivated it because the manager asked.
+fn deactivated_for_the_manager(copy: &Workload) -> bool {
+    !workload::is_active(copy)
+        && copy
+            .status
+            .as_ref()
+            .and_then(|s| conditions::find(&s.conditions, cond::EVICTED))
+            .is_some_and(|c| {
+                c.status == "True"
+                    && lifecycle::deactivation_cause(&c.reason) == Some(EVICTED_ON_MANAGER_CLUSTER)
+            })
 }
 
 fn is_terminating(copy: &Workload) -> bool {

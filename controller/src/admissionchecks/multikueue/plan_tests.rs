@@ -101,6 +101,19 @@ impl Copy {
             9,
         ))
     }
+    /// What the worker makes of [`Copy::asked_to_evict`].
+    fn deactivated_for_the_manager(self) -> Self {
+        let mut c = self.deactivated().with(condition(
+            cond::EVICTED,
+            "DeactivatedDueToEvictedOnManagerCluster",
+            "The workload is deactivated due to Evicted on manager: preempted",
+            9,
+        ));
+        if let Some(s) = c.0.status.as_mut() {
+            conditions::remove(&mut s.conditions, cond::ADMITTED);
+        }
+        c
+    }
 }
 
 #[derive(Clone, Default)]
@@ -109,6 +122,8 @@ struct Worker {
     lost_since: Option<i64>,
     copy: Option<Copy>,
     job: bool,
+    /// The manager asked the copy to evict; the worker's watch does not show it yet.
+    asked_unseen: bool,
 }
 
 /// A workload and its workers: by default reserved, check Pending, two reachable workers
@@ -237,6 +252,10 @@ impl Case {
         self.worker(cluster).job = true;
         self
     }
+    fn asked_unseen(mut self, cluster: &str) -> Self {
+        self.worker(cluster).asked_unseen = true;
+        self
+    }
     fn reachable(mut self, cluster: &str) -> Self {
         self.worker(cluster).active = true;
         self
@@ -283,6 +302,8 @@ impl Case {
                     lost_since: w.lost_since.map(at),
                     copy: w.copy.as_ref().map(|c| &c.0),
                     job: w.job,
+                    asked_to_evict: w.asked_unseen
+                        || w.copy.as_ref().is_some_and(|c| asked_to_evict(&c.0)),
                 };
                 (name.clone(), remote)
             })
@@ -559,6 +580,24 @@ fn a_remote_that_finished_finishes_the_workload(#[case] case: Case, #[case] expe
 #[case::asked_once(
     Case::new().evicted().copy("w1", copy().admitted(2).asked_to_evict()).job("w1"),
     vec![])]
+#[case::a_copy_asked_to_evict_does_not_win_the_next_admission(
+    Case::new().nominated(&["w1", "w2"]).copy("w1", copy())
+        .copy("w2", copy().admitted(2).asked_to_evict()).job("w2"),
+    vec![remove("w2", true, true), create("w2")])]
+#[case::a_copy_asked_to_evict_before_its_watch_shows_it_does_not_win_either(
+    Case::new().nominated(&["w1", "w2"]).copy("w1", copy())
+        .copy("w2", copy().admitted(2)).asked_unseen("w2"),
+    vec![remove("w2", false, true), create("w2")])]
+#[case::asked_once_even_before_its_watch_shows_it(
+    Case::new().evicted().copy("w1", copy().admitted(2)).job("w1").asked_unseen("w1"),
+    vec![])]
+#[case::a_copy_deactivated_for_the_manager_is_replaced_at_the_next_admission(
+    Case::new().nominated(&["w1", "w2"]).copy("w1", copy())
+        .copy("w2", copy().admitted(2).deactivated_for_the_manager()),
+    vec![remove("w2", false, true), create("w2")])]
+#[case::while_evicted_on_the_manager_the_deactivated_copy_reports_back(
+    Case::new().evicted().copy("w1", copy().admitted(2).deactivated_for_the_manager()).job("w1"),
+    vec![sync("w1", false)])]
 fn evictions_are_passed_on(#[case] case: Case, #[case] expected: Vec<Action>) {
     assert_eq!(case.plan().actions, expected);
 }

@@ -49,6 +49,9 @@ pub struct WorkloadsPass {
     rounds: BTreeMap<Key, Timestamp>,
     /// Workers a workload may not use: a same-named job there is not ours.
     excluded: BTreeMap<Key, BTreeSet<String>>,
+    /// Copies asked to evict (by uid, per worker) whose worker's watch does not show it yet: a
+    /// lagging watch must not let such a copy win the next admission.
+    asked: BTreeMap<Key, BTreeMap<String, String>>,
     /// Workers found unreachable that the cluster controller gave no loss time (never
     /// connected, or removed): from when this controller first noticed.
     unavailable_since: BTreeMap<String, Timestamp>,
@@ -254,6 +257,8 @@ impl WorkloadsPass {
                 .and_then(|w| w.workloads.get(key))
                 .filter(|c| has_origin(&c.metadata, &origin));
             let job = worker.is_some_and(|w| remote_job_of(w, &wl, owner_key.as_ref()).is_some());
+            let shown = copy.is_some_and(asked_to_evict);
+            let unseen = self.asked_unseen(key, name, copy, shown);
             remotes.insert(
                 name.to_owned(),
                 Remote {
@@ -261,6 +266,7 @@ impl WorkloadsPass {
                     lost_since,
                     copy,
                     job,
+                    asked_to_evict: shown || unseen,
                 },
             );
         }
@@ -345,8 +351,34 @@ impl WorkloadsPass {
         Ok(progressed)
     }
 
+    /// Whether this controller asked `copy` to evict and the watch does not show it yet; the
+    /// memory goes once the watch shows the request or a different copy (or none).
+    fn asked_unseen(
+        &mut self,
+        key: &Key,
+        cluster: &str,
+        copy: Option<&Workload>,
+        shown: bool,
+    ) -> bool {
+        let Some(asked) = self.asked.get_mut(key) else {
+            return false;
+        };
+        let unseen = !shown
+            && asked.get(cluster).is_some_and(|uid| {
+                copy.is_some_and(|c| c.metadata.uid.as_deref() == Some(uid.as_str()))
+            });
+        if !unseen {
+            asked.remove(cluster);
+            if asked.is_empty() {
+                self.asked.remove(key);
+            }
+        }
+        unseen
+    }
+
     /// Forgets a workload that is not (or no longer) MultiKueue's.
     fn forget(&mut self, key: &Key) {
+        self.asked.remove(key);
         self.gone.remove(key);
         self.rounds.remove(key);
         self.excluded.remove(key);
@@ -401,6 +433,12 @@ impl WorkloadsPass {
                         &ctx.options.clock.now_time(),
                     );
                     remote(&cluster, replace_copy_status(client, &next)).await?;
+                    if let Some(uid) = found.metadata.uid.clone() {
+                        self.asked
+                            .entry(run.key.clone())
+                            .or_default()
+                            .insert(cluster, uid);
+                    }
                 }
                 Ok(Done::Stop)
             }
