@@ -40,23 +40,7 @@ fn transient(status: StatusCode) -> bool {
 
 /// The server's `Retry-After` (whole seconds), capped at [`MAX_PAUSE`].
 fn retry_after(response: &Response<Body>) -> Option<Duration> {
-    let seconds: u64 = response
-        .headers()
-        .get(http::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .parse()
-        .ok()?;
-    Some(Duration::from_secs(seconds).min(MAX_PAUSE))
-}
-
-fn copy(parts: &http::request::Parts, body: Body) -> Request<Body> {
-    let mut request = Request::new(body);
-    *request.method_mut() = parts.method.clone();
-    *request.uri_mut() = parts.uri.clone();
-    *request.version_mut() = parts.version;
-    *request.headers_mut() = parts.headers.clone();
-    request
+    support::resend::retry_after(response.headers()).map(|wait| wait.min(MAX_PAUSE))
 }
 
 impl tower::Service<Request<Body>> for Retrying {
@@ -71,15 +55,17 @@ impl tower::Service<Request<Body>> for Retrying {
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let client = self.client.clone();
         Box::pin(async move {
-            let (parts, body) = request.into_parts();
             let mut pause = FIRST_PAUSE;
             let mut attempt = 1;
             loop {
-                let Some(again) = body.try_clone().filter(|_| attempt < ATTEMPTS) else {
+                let again = (attempt < ATTEMPTS)
+                    .then(|| support::resend::copy_request(&request))
+                    .flatten();
+                let Some(again) = again else {
                     // The last try, or a body that cannot be sent twice: as it comes.
-                    return client.send(copy(&parts, body)).await;
+                    return client.send(request).await;
                 };
-                let wait = match client.send(copy(&parts, again)).await {
+                let wait = match client.send(again).await {
                     Ok(response) if transient(response.status()) => {
                         retry_after(&response).unwrap_or(pause)
                     }
@@ -87,7 +73,7 @@ impl tower::Service<Request<Body>> for Retrying {
                     Err(kube::Error::HyperError(_) | kube::Error::Service(_)) => pause,
                     Err(other) => return Err(other),
                 };
-                tracing::debug!(uri = %parts.uri, attempt, ?wait, "transient failure; trying again");
+                tracing::debug!(uri = %request.uri(), attempt, ?wait, "transient failure; trying again");
                 tokio::time::sleep(wait).await;
                 pause = (pause * 2).min(MAX_PAUSE);
                 attempt += 1;

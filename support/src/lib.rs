@@ -7,6 +7,7 @@
 //! - [`pod`]: a pod's effective requests and kube-scheduler's node predicates.
 //! - [`mirror`]: one kind's objects as a watch delivers them, re-lists included.
 //! - [`backoff`]: the pause between a watch's failed attempts, without random jitter.
+//! - [`resend`]: copying a request to send it again, and reading `Retry-After`.
 
 pub mod backoff;
 pub mod clock;
@@ -16,6 +17,7 @@ mod kubeconfig;
 pub mod mirror;
 pub mod pod;
 pub mod quantity;
+pub mod resend;
 
 pub use clock::Clock;
 pub use kubeconfig::{config, connect};

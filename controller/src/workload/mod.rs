@@ -7,6 +7,7 @@ pub mod lifecycle;
 
 use api::constants::{workload_condition as cond, workload_reason as reason};
 use api::kueue::{CheckState, Workload};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 /// `namespace/name`, the key Kueue logs and messages use.
 pub fn key(wl: &Workload) -> String {
@@ -140,9 +141,15 @@ pub fn is_queueable(wl: &Workload, now: jiff::Timestamp) -> bool {
 }
 
 fn status_true(wl: &Workload, type_: &str) -> bool {
+    true_condition(wl, type_).is_some()
+}
+
+/// The workload's condition of this type, if it is True.
+pub fn true_condition<'a>(wl: &'a Workload, type_: &str) -> Option<&'a Condition> {
     wl.status
         .as_ref()
-        .is_some_and(|s| conditions::is_true(&s.conditions, type_))
+        .and_then(|s| conditions::find(&s.conditions, type_))
+        .filter(|c| c.status == "True")
 }
 
 #[cfg(test)]

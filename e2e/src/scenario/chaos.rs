@@ -5,12 +5,11 @@
 //! Only the components' requests fail (they carry [`COMPONENT_USER_AGENT`]); the scenario's own
 //! writes always land, so each run is given the same work. An operation that fails under faults
 //! (a check that missed its moment) is tried again, then its step passed over, and asserts
-//! compare no instants ([`OnStepFailure::GoOn`]); MultiKueue's invariant is still checked after every step and ends
-//! the run when broken. After the steps the noise stops and the world settles for [`SETTLE`] of
-//! virtual time, then
-//! what each cluster holds is compared, with what depends on timing blanked (times,
-//! resourceVersions, uids, and names derived from uids, such as a Job's Workload's, which follow
-//! the order of creations), together with how often each object was created and each Workload
+//! compare no instants ([`OnStepFailure::GoOn`]); MultiKueue's invariant is still checked after
+//! every step and ends the run when broken. After the steps the noise stops and the world
+//! settles for [`SETTLE`] of virtual time, then what each cluster holds is compared, with what
+//! depends on timing blanked (times, resourceVersions, uids, and names derived from uids, such as
+//! a Job's Workload's, which follow the order of creations), together with how often each object was created and each Workload
 //! admitted: a duplicate ProvisioningRequest, a leaked PodTemplate, a Workload admitted twice are
 //! all differences. Which worker a MultiKueue Workload ends on may differ (the first to admit
 //! wins): the workers' Jobs and Workloads are compared as one pool ([`pooled`]).

@@ -369,8 +369,8 @@ pub fn plan(f: &Facts) -> Plan {
                 let remote = &f.remotes[winner];
                 let targeted = remote
                     .copy
-                    .and_then(|c| c.status.as_ref())
-                    .is_some_and(|s| conditions::is_true(&s.conditions, cond::DEACTIVATION_TARGET));
+                    .and_then(|c| workload::true_condition(c, cond::DEACTIVATION_TARGET))
+                    .is_some();
                 if !remote.asked_to_evict && !targeted {
                     let message = status
                         .and_then(|s| conditions::find(&s.conditions, cond::EVICTED))
@@ -603,23 +603,16 @@ fn is_running_copy(copy: &Workload) -> bool {
 
 /// Whether a copy's DeactivationTarget is the manager's request to evict it.
 pub fn asked_to_evict(copy: &Workload) -> bool {
-    copy.status
-        .as_ref()
-        .and_then(|s| conditions::find(&s.conditions, cond::DEACTIVATION_TARGET))
-        .is_some_and(|c| c.status == "True" && c.reason == EVICTED_ON_MANAGER_CLUSTER)
+    workload::true_condition(copy, cond::DEACTIVATION_TARGET)
+        .is_some_and(|c| c.reason == EVICTED_ON_MANAGER_CLUSTER)
 }
 
 /// Whether a copy's worker deactivated it because the manager asked.
 fn deactivated_for_the_manager(copy: &Workload) -> bool {
     !workload::is_active(copy)
-        && copy
-            .status
-            .as_ref()
-            .and_then(|s| conditions::find(&s.conditions, cond::EVICTED))
-            .is_some_and(|c| {
-                c.status == "True"
-                    && lifecycle::deactivation_cause(&c.reason) == Some(EVICTED_ON_MANAGER_CLUSTER)
-            })
+        && workload::true_condition(copy, cond::EVICTED)
+            .and_then(|c| lifecycle::deactivation_cause(&c.reason))
+            == Some(EVICTED_ON_MANAGER_CLUSTER)
 }
 
 fn is_terminating(copy: &Workload) -> bool {

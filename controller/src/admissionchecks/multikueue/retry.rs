@@ -5,18 +5,27 @@
 //! write whose connection was reset) reaches the caller at once, as in client-go.
 //!
 //! Without this, one throttled list would fail a whole connection attempt to a worker and double
-//! MultiKueue's wait before the next, where Kueue would not even notice.
+//! MultiKueue's wait before the next, where Kueue would not even notice. kube's own
+//! `RetryPolicy` is not client-go's: it retries a 503 or 504 without `Retry-After`, never a reset
+//! connection, and jitters its pauses at random (a virtual-time run would not replay).
 
 use std::error::Error as StdError;
 use std::time::Duration;
 
-use http::{Method, Request, Response, StatusCode, header};
+use futures::future::BoxFuture;
+use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
-use tower::BoxError;
 use tower::retry::{Policy, RetryLayer};
+use tower::{BoxError, Layer};
 
 /// client-go's `maxRetries` for a REST request.
 pub const MAX_RETRIES: u32 = 10;
+
+/// `client` (as a connector made it), sending again what client-go would send again.
+pub fn retrying(client: kube::Client) -> kube::Client {
+    let namespace = client.default_namespace().to_owned();
+    kube::Client::new(layer().layer(Sender(client)), namespace)
+}
 
 /// The retry policy; one per request (tower clones it for each).
 #[derive(Debug, Clone, Default)]
@@ -24,9 +33,30 @@ pub struct ClientGoRetry {
     retries: u32,
 }
 
-/// The layer to put in front of a worker client's service.
-pub fn layer() -> RetryLayer<ClientGoRetry> {
+fn layer() -> RetryLayer<ClientGoRetry> {
     RetryLayer::new(ClientGoRetry::default())
+}
+
+/// A client as the service the retry sends through.
+#[derive(Clone)]
+struct Sender(kube::Client);
+
+impl tower::Service<Request<Body>> for Sender {
+    type Response = Response<Body>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Response<Body>, BoxError>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let client = self.0.clone();
+        Box::pin(async move { client.send(request).await.map_err(BoxError::from) })
+    }
 }
 
 impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for ClientGoRetry {
@@ -50,13 +80,7 @@ impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for ClientGoRetry {
     }
 
     fn clone_request(&mut self, req: &Request<Body>) -> Option<Request<Body>> {
-        let mut again = Request::new(req.body().try_clone()?);
-        *again.method_mut() = req.method().clone();
-        *again.uri_mut() = req.uri().clone();
-        *again.version_mut() = req.version();
-        *again.headers_mut() = req.headers().clone();
-        *again.extensions_mut() = req.extensions().clone();
-        Some(again)
+        support::resend::copy_request(req)
     }
 }
 
@@ -65,8 +89,7 @@ fn come_back_after(status: StatusCode, headers: &http::HeaderMap) -> Option<Dura
     if status != StatusCode::TOO_MANY_REQUESTS && !status.is_server_error() {
         return None;
     }
-    let seconds = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
-    seconds.trim().parse::<u64>().ok().map(Duration::from_secs)
+    support::resend::retry_after(headers)
 }
 
 /// client-go's `IsConnectionReset || IsProbableEOF`: the connection broke under the request.

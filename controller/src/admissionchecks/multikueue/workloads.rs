@@ -257,8 +257,7 @@ impl WorkloadsPass {
                 .and_then(|w| w.workloads.get(key))
                 .filter(|c| has_origin(&c.metadata, &origin));
             let job = worker.is_some_and(|w| remote_job_of(w, &wl, owner_key.as_ref()).is_some());
-            let shown = copy.is_some_and(asked_to_evict);
-            let unseen = self.asked_unseen(key, name, copy, shown);
+            let asked = self.asked_to_evict(key, name, copy);
             remotes.insert(
                 name.to_owned(),
                 Remote {
@@ -266,7 +265,7 @@ impl WorkloadsPass {
                     lost_since,
                     copy,
                     job,
-                    asked_to_evict: shown || unseen,
+                    asked_to_evict: asked,
                 },
             );
         }
@@ -351,17 +350,13 @@ impl WorkloadsPass {
         Ok(progressed)
     }
 
-    /// Whether this controller asked `copy` to evict and the watch does not show it yet; the
-    /// memory goes once the watch shows the request or a different copy (or none).
-    fn asked_unseen(
-        &mut self,
-        key: &Key,
-        cluster: &str,
-        copy: Option<&Workload>,
-        shown: bool,
-    ) -> bool {
+    /// Whether the manager asked `copy` to evict: its worker's watch shows it, or this
+    /// controller wrote it and the watch has not caught up. The memory of a write goes once the
+    /// watch shows it, or shows another copy (or none).
+    fn asked_to_evict(&mut self, key: &Key, cluster: &str, copy: Option<&Workload>) -> bool {
+        let shown = copy.is_some_and(asked_to_evict);
         let Some(asked) = self.asked.get_mut(key) else {
-            return false;
+            return shown;
         };
         let unseen = !shown
             && asked.get(cluster).is_some_and(|uid| {
@@ -373,7 +368,7 @@ impl WorkloadsPass {
                 self.asked.remove(key);
             }
         }
-        unseen
+        shown || unseen
     }
 
     /// Forgets a workload that is not (or no longer) MultiKueue's.

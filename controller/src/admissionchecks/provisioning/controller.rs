@@ -611,10 +611,7 @@ impl Controller {
             let Some(pt) = self.templates.get(&key).cloned() else {
                 continue;
             };
-            let owned = pt.owner_references().iter().any(|o| {
-                o.controller == Some(true) && owners.iter().flatten().any(|uid| *uid == o.uid)
-            });
-            if owned {
+            if owners.iter().any(|uid| controlled_by(&pt, uid.as_deref())) {
                 ctx.writer.delete(&pt).await?;
                 self.templates.delete(&pt);
             }
