@@ -44,7 +44,11 @@ impl InProcessNetwork {
         match route {
             Some((server, link)) => {
                 // Only a manager's controller reaches workers: its requests are a component's.
+                // The controller's worker clients retry as client-go does (the connector's
+                // contract), each attempt through the link.
                 let service = tower::ServiceBuilder::new()
+                    .layer(controller::admissionchecks::multikueue::retry::layer())
+                    .map_err(tower::BoxError::from)
                     .map_request(crate::cluster::component_agent("multikueue"))
                     .service(link.service(server.service()));
                 kube::Client::new(service, default_namespace)

@@ -762,7 +762,6 @@ async fn link(
     let client = tokio::time::timeout(target.timeout, connect)
         .await
         .map_err(|_| ESTABLISH_TIMED_OUT.to_owned())??;
-    let client = super::retry::retrying(client);
     let selector = format!("{}={}", label::MULTIKUEUE_ORIGIN, target.origin);
     let workloads = Remote::<Workload>::open(&client, &selector, target.timeout).await?;
     let jobs = Remote::<Job>::open(&client, &selector, target.timeout).await?;

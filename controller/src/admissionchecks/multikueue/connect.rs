@@ -11,8 +11,8 @@ use futures::future::BoxFuture;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 /// Turns a checked kubeconfig into a client. Errors are one line, safe to show in a condition
-/// message: they never quote the kubeconfig's contents. The link retries the client's requests
-/// as Kueue's client does ([`super::retry::retrying`]).
+/// message: they never quote the kubeconfig's contents. The client retries as Kueue's does:
+/// implementations put [`super::retry::layer`] in front of their service.
 pub trait Connector: Send + Sync {
     fn connect(&self, kubeconfig: Kubeconfig) -> BoxFuture<'static, Result<kube::Client, String>>;
 }
@@ -27,7 +27,13 @@ impl Connector for Network {
                 kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                     .await
                     .map_err(|e| e.to_string())?;
-            kube::Client::try_from(config).map_err(|e| e.to_string())
+            let builder =
+                kube::client::ClientBuilder::try_from(config).map_err(|e| e.to_string())?;
+            // The retry clones the service for each attempt: a buffer makes the stack cloneable.
+            Ok(builder
+                .with_layer(&tower::buffer::BufferLayer::new(1024))
+                .with_layer(&super::retry::layer())
+                .build())
         })
     }
 }

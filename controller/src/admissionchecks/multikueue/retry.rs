@@ -12,20 +12,13 @@
 use std::error::Error as StdError;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
+use tower::BoxError;
 use tower::retry::{Policy, RetryLayer};
-use tower::{BoxError, Layer};
 
 /// client-go's `maxRetries` for a REST request.
 pub const MAX_RETRIES: u32 = 10;
-
-/// `client` (as a connector made it), sending again what client-go would send again.
-pub fn retrying(client: kube::Client) -> kube::Client {
-    let namespace = client.default_namespace().to_owned();
-    kube::Client::new(layer().layer(Sender(client)), namespace)
-}
 
 /// The retry policy; one per request (tower clones it for each).
 #[derive(Debug, Clone, Default)]
@@ -33,30 +26,9 @@ pub struct ClientGoRetry {
     retries: u32,
 }
 
-fn layer() -> RetryLayer<ClientGoRetry> {
+/// The layer to put in front of a worker client's service.
+pub fn layer() -> RetryLayer<ClientGoRetry> {
     RetryLayer::new(ClientGoRetry::default())
-}
-
-/// A client as the service the retry sends through.
-#[derive(Clone)]
-struct Sender(kube::Client);
-
-impl tower::Service<Request<Body>> for Sender {
-    type Response = Response<Body>;
-    type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Response<Body>, BoxError>>;
-
-    fn poll_ready(
-        &mut self,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), BoxError>> {
-        std::task::Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let client = self.0.clone();
-        Box::pin(async move { client.send(request).await.map_err(BoxError::from) })
-    }
 }
 
 impl<Res> Policy<Request<Body>, Response<Res>, BoxError> for ClientGoRetry {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rstest::rstest;
-use tower::Service;
+use tower::{Service, ServiceExt};
 
 /// What the worker answers to every request.
 #[derive(Clone, Copy, Debug)]
@@ -24,9 +24,9 @@ struct Worker {
 }
 
 impl Service<Request<Body>> for Worker {
-    type Response = Response<Body>;
+    type Response = Response<()>;
     type Error = BoxError;
-    type Future = futures::future::Ready<Result<Response<Body>, BoxError>>;
+    type Future = futures::future::Ready<Result<Response<()>, BoxError>>;
 
     fn poll_ready(
         &mut self,
@@ -48,15 +48,15 @@ impl Service<Request<Body>> for Worker {
                 if let Some(s) = retry_after {
                     r = r.header(http::header::RETRY_AFTER, s);
                 }
-                Ok(r.body(Body::empty()).expect("a response"))
+                Ok(r.body(()).expect("a response"))
             }
             Answer::Io(kind) => Err(Box::new(std::io::Error::new(kind, "io")) as BoxError),
         })
     }
 }
 
-/// Sends one request with the worker's client, as the link wraps it; what came back, how many
-/// requests the worker saw and how much virtual time passed.
+/// Sends one request through the retry; what came back, how many requests the worker saw and
+/// how much virtual time passed.
 async fn send(method: Method, answer: Answer, failures: u32) -> (Option<u16>, u32, Duration) {
     let seen = Arc::new(AtomicU32::new(0));
     let worker = Worker {
@@ -64,14 +64,14 @@ async fn send(method: Method, answer: Answer, failures: u32) -> (Option<u16>, u3
         failures,
         seen: seen.clone(),
     };
-    let client = retrying(kube::Client::new(worker, "default"));
+    let mut svc = tower::Layer::layer(&layer(), worker);
     let req = Request::builder()
         .method(method)
         .uri("/api/v1/namespaces/default/configmaps")
         .body(Body::from(b"{}".to_vec()))
         .expect("a request");
     let start = tokio::time::Instant::now();
-    let result = client.send(req).await;
+    let result = svc.ready().await.expect("ready").call(req).await;
     (
         result.ok().map(|r| r.status().as_u16()),
         seen.load(Ordering::SeqCst),
