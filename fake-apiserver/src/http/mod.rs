@@ -257,6 +257,9 @@ where
                 .unwrap_or_default();
         }
         let verdict = shared.faults.judge(&info);
+        // Which request drew which fault, in the order they were drawn: two runs of one seed
+        // that end differently differ first here.
+        tracing::trace!(target: "fake_apiserver::faults", at = %shared.clock.now(), verb = ?info.verb, resource = %info.resource, subresource = %info.subresource, namespace = %info.namespace, name = %info.name, agent = %info.user_agent, ?verdict, "judged");
         if !verdict.delay.is_zero() {
             shared.clock.sleep(verdict.delay).await;
         }

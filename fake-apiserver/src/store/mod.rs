@@ -271,7 +271,10 @@ pub struct Store {
     history: VecDeque<Arc<Change>>,
     /// Changes up to and including this resourceVersion have left the history.
     compacted_rv: u64,
-    watchers: HashMap<Arc<str>, Vec<mpsc::Sender<Arc<Change>>>>,
+    /// Open watches by storage. Ordered, not hashed: closing them all wakes their clients in
+    /// this order, and a hash map's order changes from one process to the next, and with it
+    /// which request of a seeded run draws which fault.
+    watchers: BTreeMap<Arc<str>, Vec<mpsc::Sender<Arc<Change>>>>,
     /// Subscribers to every change ([`Store::observe`]).
     observers: Vec<mpsc::UnboundedSender<Observed>>,
     uids: HashMap<String, ObjKey>,
@@ -302,7 +305,7 @@ impl Store {
             rv: 0,
             history: VecDeque::new(),
             compacted_rv: 0,
-            watchers: HashMap::new(),
+            watchers: BTreeMap::new(),
             observers: Vec::new(),
             uids: HashMap::new(),
             dependents: HashMap::new(),

@@ -16,6 +16,7 @@ use api::kueue::{
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::PodTemplate;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
+use kube::api::Api;
 use kube::runtime::watcher;
 use kube::{Client, Resource, ResourceExt};
 
@@ -428,6 +429,12 @@ impl Controller {
                 return Ok(None);
             }
         };
+        // With its watch down, the controller may still hold a workload that is gone: a request
+        // made for it would go to the garbage collector at once, and that deletion would bring
+        // this pass back to make it again, for as long as the watch stays down.
+        if !still_there(ctx, wl).await? {
+            return Ok(None);
+        }
         let name = names::request_name(&wl.name_any(), check, attempt);
         let flavors: BTreeMap<String, ResourceFlavorSpec> = ctx
             .world
@@ -803,6 +810,18 @@ fn workload_owner(req: &ProvisioningRequest) -> Option<&OwnerReference> {
     req.owner_references()
         .iter()
         .find(|o| o.controller == Some(true) && o.kind == Workload::kind(&()))
+}
+
+/// Whether the workload is still on the server, not being deleted: asked of the server, not
+/// of the watch.
+async fn still_there(ctx: &Ctx<'_>, wl: &Workload) -> Result<bool, Error> {
+    let api: Api<Workload> = Api::namespaced(
+        ctx.writer.client().clone(),
+        &wl.namespace().unwrap_or_default(),
+    );
+    let live = api.get_opt(&wl.name_any()).await?;
+    Ok(live
+        .is_some_and(|live| live.uid() == wl.uid() && live.metadata.deletion_timestamp.is_none()))
 }
 
 /// When something that failed with an API error is tried again.

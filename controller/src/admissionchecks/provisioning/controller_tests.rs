@@ -327,3 +327,25 @@ async fn no_request_for_a_check_the_new_flavor_does_not_need() {
     run_passes(&mut story).await;
     assert!(request_now(&story).await.is_none(), "a request was made");
 }
+
+/// The workload was deleted while the controller's watch was down: the controller still holds
+/// it, but makes no request (nor template) for it. One made anyway would go to the garbage
+/// collector at once, and its deletion would bring the pass back to make it again.
+#[tokio::test(start_paused = true)]
+async fn no_request_for_a_workload_deleted_behind_the_watch() {
+    let mut story = story(None).await;
+    Api::<Workload>::namespaced(story.client.clone(), "default")
+        .delete("w", &Default::default())
+        .await
+        .expect("deleted");
+    let mut feed = story._server.observe();
+    run_passes(&mut story).await;
+    let made: Vec<String> = feed
+        .drain()
+        .into_iter()
+        .filter(|o| o.change == fake_apiserver::ChangeType::Added)
+        .map(|o| format!("{} {}", o.object["kind"], o.object["metadata"]["name"]))
+        .filter(|made| !made.starts_with("\"Event\""))
+        .collect();
+    assert!(made.is_empty(), "made for a deleted workload: {made:?}");
+}
