@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use e2e::scenario::chaos::{
     Disturbance, Report, TEST_RESTART_STRIDE, TEST_SEEDS, applies, check, check_seeds, restarts,
-    restarts_apply,
+    restarts_apply, run_once,
 };
 use e2e::scenario::{Registry, load};
 use rstest::rstest;
@@ -131,6 +131,71 @@ fn restarted_at_every_step(#[files("scenarios/*.yaml")] path: PathBuf) {
         report.failed.len()
     );
     fail_on_divergence(&report, "restarts", "TOLLGATE_RESTART_BEFORE=N");
+}
+
+/// A seed is an exact replay: run twice, it puts the same faults on the same requests (the
+/// server's record of every request it judged, with its verdict, is the same), so its trace and
+/// its count of faults are the same too, though each world's hash maps are seeded afresh.
+/// Closing a cluster's watches once woke their clients in hash order, so after every close the
+/// controller's watches came back, and drew their faults, in an order of their own.
+#[rstest]
+#[case::manager_and_workers("multikueue-two-workers-admit-at-once")]
+#[case::one_cluster("job-lifecycle")]
+fn a_seed_replays_exactly(#[case] name: &str) {
+    let path = PathBuf::from(format!(
+        "{}/scenarios/{name}.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    let scenario = load(&path).unwrap_or_else(|e| panic!("{e}"));
+    for seed in 1..=3 {
+        let run = || {
+            let (judged, run) = judged_while(|| {
+                run_once(&scenario, &Registry::standard(), Disturbance::Noise(seed))
+                    .unwrap_or_else(|e| panic!("{e}"))
+            });
+            (judged, run.faults, run.trace.to_yaml())
+        };
+        let (first, again) = (run(), run());
+        assert!(first.1 > 0, "seed {seed}: no fault was injected");
+        let differ = first.0.iter().zip(&again.0).position(|(a, b)| a != b);
+        assert!(
+            differ.is_none() && first.0.len() == again.0.len(),
+            "seed {seed}: the requests judged differ, first at {differ:?} (of {} and {})",
+            first.0.len(),
+            again.0.len()
+        );
+        assert_eq!(first.1, again.1, "seed {seed}: faults injected");
+        assert_eq!(first.2, again.2, "seed {seed}: the traces differ");
+    }
+}
+
+/// `work`'s result, and every request the servers judged meanwhile with its verdict, in order
+/// (`fake_apiserver::faults` at trace level, without wall-clock times).
+fn judged_while<T>(work: impl FnOnce() -> T) -> (Vec<String>, T) {
+    #[derive(Clone, Default)]
+    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("not poisoned").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let lines = Lines::default();
+    let sink = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(
+            "fake_apiserver::faults=trace",
+        ))
+        .without_time()
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    let out = tracing::subscriber::with_default(subscriber, work);
+    let text = String::from_utf8(lines.0.lock().expect("not poisoned").clone()).expect("UTF-8");
+    (text.lines().map(str::to_string).collect(), out)
 }
 
 /// Fail with every run of `report` that ended differently; a replay of one run (`replay` says

@@ -81,9 +81,16 @@ impl FaultRule {
     pub fn fail(code: u16) -> Self {
         let reason = match code {
             400 => "BadRequest",
+            401 => "Unauthorized",
             403 => "Forbidden",
             404 => "NotFound",
+            405 => "MethodNotAllowed",
+            406 => "NotAcceptable",
             409 => "Conflict",
+            410 => "Expired",
+            413 => "RequestEntityTooLarge",
+            415 => "UnsupportedMediaType",
+            422 => "Invalid",
             429 => "TooManyRequests",
             503 => "ServiceUnavailable",
             504 => "Timeout",
@@ -385,6 +392,23 @@ mod tests {
             resource: resource.into(),
             name: name.into(),
             ..Default::default()
+        }
+    }
+
+    /// The reasons kube-apiserver's Status gives these codes (metav1.StatusReason).
+    #[test]
+    fn a_failure_has_the_reason_of_its_code() {
+        for (code, reason) in [
+            (401, "Unauthorized"),
+            (410, "Expired"),
+            (422, "Invalid"),
+            (500, "InternalError"),
+            (503, "ServiceUnavailable"),
+        ] {
+            let f = Faults::new(1, Arc::new(|| {}));
+            f.inject(FaultRule::fail(code));
+            let e = f.judge(&req(Verb::Get, "configmaps", "a")).fail;
+            assert_eq!(e.map(|e| e.reason), Some(reason), "{code}");
         }
     }
 

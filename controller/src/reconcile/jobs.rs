@@ -11,7 +11,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::ResourceExt;
 
-use super::Reconciler;
+use super::{Reconciler, kept_to_its_object};
 use crate::error::Error;
 use crate::jobs::{self, JOB_UID_LABEL};
 use crate::state::{Key, World, key_of};
@@ -114,17 +114,10 @@ impl Reconciler {
                     .and_then(|k| world.workloads.get(k))
                     .cloned(),
             };
-            match self.reconcile_job(world, job, wl).await {
-                Ok(p) => progressed |= p,
-                // A refusal no retry cures (a 422: the template of a job with pods) is this
-                // job's alone, as Kueue requeues only the object concerned: it is looked at again
-                // on its next change. Failing the pass would fail it again and again, and hold
-                // back every other object of the controller.
-                Err(Error::Api(kube::Error::Api(status))) if refused_for_good(status.code) => {
-                    tracing::warn!(job = %key, code = status.code, reason = %status.message, "the job's write was refused; it waits for its next change");
-                }
-                Err(e) => return Err(e),
-            }
+            // A refusal no retry cures (a 422: the template of a job with pods) is this job's
+            // alone.
+            let reconciled = self.reconcile_job(world, job, wl).await;
+            progressed |= kept_to_its_object(reconciled, "Job", &key)?.unwrap_or(false);
         }
         Ok(progressed)
     }
@@ -517,11 +510,4 @@ impl Reconciler {
         }
         Ok(false)
     }
-}
-
-/// Whether an API refusal is one that trying the same write again cannot cure: a client error
-/// other than a conflict (409: a newer version brings the object back), a timeout (408) or
-/// throttling (429).
-fn refused_for_good(code: u16) -> bool {
-    (400..500).contains(&code) && ![408, 409, 429].contains(&code)
 }

@@ -52,6 +52,32 @@ pub struct Reconciler {
     for_checks: Vec<ForChecks>,
 }
 
+/// Keeps a refusal that no retry cures to the object it concerns, as Kueue requeues only that
+/// object: logged, and `None`; the object is looked at again on its next change. Failing the
+/// pass would fail it again and again and hold back every other object. Any other error is
+/// the pass's, which is tried again over everything after a pause.
+fn kept_to_its_object<T>(
+    result: Result<T, Error>,
+    kind: &str,
+    key: &str,
+) -> Result<Option<T>, Error> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(Error::Api(kube::Error::Api(status))) if refused_for_good(status.code) => {
+            tracing::warn!(kind, object = %key, code = status.code, reason = %status.message, "a write was refused; the object waits for its next change");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether an API refusal is one that trying the same write again cannot cure: a client error
+/// other than a conflict (409: a newer version brings the object back), a timeout (408) or
+/// throttling (429).
+fn refused_for_good(code: u16) -> bool {
+    (400..500).contains(&code) && ![408, 409, 429].contains(&code)
+}
+
 impl Reconciler {
     pub fn new(writer: Writer, options: Options) -> Self {
         let scheduler = schedule::SchedulerPass::new(&options);

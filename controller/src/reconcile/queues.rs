@@ -6,7 +6,7 @@ use std::sync::Arc;
 use api::kueue::{ClusterQueue, LocalQueue};
 use jiff::Timestamp;
 
-use super::Reconciler;
+use super::{Reconciler, kept_to_its_object};
 use crate::error::Error;
 use crate::state::{Key, World};
 use crate::status;
@@ -47,7 +47,8 @@ impl Reconciler {
             }
             let mut next = ClusterQueue::clone(&cq);
             next.status = Some(desired);
-            if let Written::Ok(new) = self.writer.replace_status(&next).await? {
+            let written = self.writer.replace_status(&next).await.map_err(Error::from);
+            if let Some(Written::Ok(new)) = kept_to_its_object(written, "ClusterQueue", &name)? {
                 let old = world.cluster_queues.get_shared(&name);
                 let new = Arc::new(new);
                 if world.cluster_queues.apply_shared(new.clone()) {
@@ -94,7 +95,8 @@ impl Reconciler {
             }
             let mut next = LocalQueue::clone(&lq);
             next.status = Some(desired);
-            if let Written::Ok(new) = self.writer.replace_status(&next).await? {
+            let written = self.writer.replace_status(&next).await.map_err(Error::from);
+            if let Some(Written::Ok(new)) = kept_to_its_object(written, "LocalQueue", &key)? {
                 world.local_queues.apply(new);
                 progressed = true;
             }

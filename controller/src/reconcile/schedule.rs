@@ -10,8 +10,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::PodSpec;
 use kube::ResourceExt;
 
-use super::Reconciler;
 use super::workloads::queued_wait;
+use super::{Reconciler, kept_to_its_object};
 use crate::error::Error;
 use crate::options::Options;
 use crate::resources;
@@ -160,7 +160,12 @@ impl Reconciler {
             self.options.metrics.attempt(assignment.mode == Mode::Fit);
             match assignment.mode {
                 Mode::Fit => {
-                    if let Some(reserved) = self.reserve(world, &cq, &wl, &assignment).await? {
+                    // A reservation refused for good leaves the workload parked, as Kueue
+                    // requeues only the workload whose admission failed.
+                    let reserved = self.reserve(world, &cq, &wl, &assignment).await;
+                    if let Some(reserved) =
+                        kept_to_its_object(reserved, "Workload", &entry.key)?.flatten()
+                    {
                         snap.add_workload(&cq, reserved);
                         self.scheduler.queues.admitted(&entry.key);
                         progressed = true;
@@ -217,16 +222,20 @@ impl Reconciler {
                             )
                         }
                     };
-                    progressed |= self
+                    let written = self
                         .still_pending(world, &wl, reason::WAITING_FOR_QUOTA, &message)
-                        .await?;
+                        .await;
+                    progressed |=
+                        kept_to_its_object(written, "Workload", &entry.key)?.unwrap_or(false);
                     self.scheduler.queues.park(&cq, entry, why);
                 }
                 Mode::NoFit => {
                     let why = no_fit_reason(&assignment);
-                    progressed |= self
+                    let written = self
                         .still_pending(world, &wl, why, &assignment.message())
-                        .await?;
+                        .await;
+                    progressed |=
+                        kept_to_its_object(written, "Workload", &entry.key)?.unwrap_or(false);
                     self.scheduler.queues.park(&cq, entry, Parked::NoFit);
                 }
             }

@@ -3,9 +3,9 @@
 use api::constants::workload_condition as cond;
 use api::kueue::Workload;
 
-use super::{Reconciler, job_owner};
+use super::{Reconciler, job_owner, kept_to_its_object};
 use crate::error::Error;
-use crate::state::World;
+use crate::state::{Key, World};
 use crate::workload::{self, conditions, lifecycle};
 use crate::writer::Written;
 
@@ -13,7 +13,7 @@ use crate::writer::Written;
 #[derive(Default)]
 pub(super) struct WorkloadsPass {
     /// Workloads to take one lifecycle step again.
-    pub dirty: std::collections::BTreeSet<crate::state::Key>,
+    pub dirty: std::collections::BTreeSet<Key>,
 }
 
 impl Reconciler {
@@ -21,66 +21,72 @@ impl Reconciler {
         let dirty = std::mem::take(&mut self.workloads.dirty);
         let mut progressed = false;
         for key in dirty {
-            let Some(wl) = world.workloads.get_shared(&key) else {
-                continue;
-            };
-            // Its queues may have appeared, changed or become active since it last changed.
-            self.place(world, &key, Some(&wl));
-            let (lq, cq) = world.queues_of_shared(&wl);
-            let cq_active = cq
-                .as_ref()
-                .is_some_and(|cq| crate::status::cluster_queue_active(cq, world).0);
-            let owned_by_job = job_owner(&wl).is_some_and(|o| {
-                world
-                    .jobs
-                    .get(&format!(
-                        "{}/{}",
-                        wl.metadata.namespace.as_deref().unwrap_or_default(),
-                        o.name
-                    ))
-                    .is_some()
-            });
-            // Being deleted, and no Job will finish it (none owns it, or its Job is gone): let it
-            // go, as Kueue does for orphaned workloads and for a deleted Job's workloads.
-            if wl.metadata.deletion_timestamp.is_some() && !owned_by_job {
-                progressed |= self.remove_finalizer(world, &wl).await?;
-                continue;
+            let step = self.workload_step(world, &key).await;
+            progressed |= kept_to_its_object(step, "Workload", &key)?.unwrap_or(false);
+        }
+        Ok(progressed)
+    }
+
+    /// One lifecycle step of a workload, written back; whether anything was written.
+    async fn workload_step(&mut self, world: &mut World, key: &Key) -> Result<bool, Error> {
+        let Some(wl) = world.workloads.get_shared(key) else {
+            return Ok(false);
+        };
+        // Its queues may have appeared, changed or become active since it last changed.
+        self.place(world, key, Some(&wl));
+        let (lq, cq) = world.queues_of_shared(&wl);
+        let cq_active = cq
+            .as_ref()
+            .is_some_and(|cq| crate::status::cluster_queue_active(cq, world).0);
+        let owned_by_job = job_owner(&wl).is_some_and(|o| {
+            world
+                .jobs
+                .get(&format!(
+                    "{}/{}",
+                    wl.metadata.namespace.as_deref().unwrap_or_default(),
+                    o.name
+                ))
+                .is_some()
+        });
+        // Being deleted, and no Job will finish it (none owns it, or its Job is gone): let it
+        // go, as Kueue does for orphaned workloads and for a deleted Job's workloads.
+        if wl.metadata.deletion_timestamp.is_some() && !owned_by_job {
+            return self.remove_finalizer(world, &wl).await;
+        }
+        let ctx = lifecycle::Context {
+            now: self.options.clock.now_time(),
+            local_queue: lq.as_deref(),
+            cluster_queue: cq.as_deref(),
+            cluster_queue_active: cq_active,
+            owned_by_job,
+            observability: self.observability(),
+        };
+        let mut next = Workload::clone(&wl);
+        match lifecycle::step(&mut next, &ctx) {
+            lifecycle::Step::Idle => {}
+            lifecycle::Step::WakeAt(at) => {
+                self.wake.insert(key.clone(), at);
             }
-            let ctx = lifecycle::Context {
-                now: self.options.clock.now_time(),
-                local_queue: lq.as_deref(),
-                cluster_queue: cq.as_deref(),
-                cluster_queue_active: cq_active,
-                owned_by_job,
-                observability: self.observability(),
-            };
-            let mut next = Workload::clone(&wl);
-            match lifecycle::step(&mut next, &ctx) {
-                lifecycle::Step::Idle => {}
-                lifecycle::Step::WakeAt(at) => {
-                    self.wake.insert(key.clone(), at);
+            lifecycle::Step::Deactivate => {
+                if let Written::Ok(new) = self.writer.replace(&next).await? {
+                    self.written_workload(world, new);
+                    return Ok(true);
                 }
-                lifecycle::Step::Deactivate => {
-                    if let Written::Ok(new) = self.writer.replace(&next).await? {
-                        self.written_workload(world, new);
-                        progressed = true;
+            }
+            lifecycle::Step::Status(events) => {
+                if let Written::Ok(new) = self.writer.replace_status(&next).await? {
+                    self.observe_admission(&wl, &new);
+                    for e in &events {
+                        self.writer
+                            .event(&new, e.warning, &e.reason, &e.message)
+                            .await;
                     }
-                }
-                lifecycle::Step::Status(events) => {
-                    if let Written::Ok(new) = self.writer.replace_status(&next).await? {
-                        self.observe_admission(&wl, &new);
-                        for e in &events {
-                            self.writer
-                                .event(&new, e.warning, &e.reason, &e.message)
-                                .await;
-                        }
-                        self.written_workload(world, new);
-                        progressed = true;
-                    }
+                    self.written_workload(world, new);
+                    return Ok(true);
                 }
             }
         }
-        Ok(progressed)
+        Ok(false)
     }
 
     /// Metrics of a workload that just became admitted.
