@@ -7,9 +7,8 @@
 //!
 //! A scenario listed in `e2e/chaos-known.txt` (with what is known of why) is known to end
 //! differently under some seeds: its divergences are printed, not failed on. A listed scenario
-//! that no seed of a 50-seed run makes diverge is named for removal, but not failed on: a seed's
-//! run is not yet an exact replay from one process to the next (RELIABILITY.md), and a rare
-//! divergence may not come up.
+//! that no seed of a 50-seed run makes diverge is named for removal, but not failed on: a rare
+//! divergence may need more seeds to come up.
 
 use std::path::PathBuf;
 
