@@ -57,11 +57,11 @@ pub struct Reconciler {
 /// pass would fail it again and again and hold back every other object. Any other error is
 /// the pass's, which is tried again over everything after a pause.
 fn kept_to_its_object<T>(
-    result: Result<T, Error>,
+    result: Result<T, impl Into<Error>>,
     kind: &str,
     key: &str,
 ) -> Result<Option<T>, Error> {
-    match result {
+    match result.map_err(Into::into) {
         Ok(value) => Ok(Some(value)),
         Err(Error::Api(kube::Error::Api(status))) if refused_for_good(status.code) => {
             tracing::warn!(kind, object = %key, code = status.code, reason = %status.message, "a write was refused; the object waits for its next change");

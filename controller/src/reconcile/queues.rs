@@ -47,7 +47,7 @@ impl Reconciler {
             }
             let mut next = ClusterQueue::clone(&cq);
             next.status = Some(desired);
-            let written = self.writer.replace_status(&next).await.map_err(Error::from);
+            let written = self.writer.replace_status(&next).await;
             if let Some(Written::Ok(new)) = kept_to_its_object(written, "ClusterQueue", &name)? {
                 let old = world.cluster_queues.get_shared(&name);
                 let new = Arc::new(new);
@@ -95,7 +95,7 @@ impl Reconciler {
             }
             let mut next = LocalQueue::clone(&lq);
             next.status = Some(desired);
-            let written = self.writer.replace_status(&next).await.map_err(Error::from);
+            let written = self.writer.replace_status(&next).await;
             if let Some(Written::Ok(new)) = kept_to_its_object(written, "LocalQueue", &key)? {
                 world.local_queues.apply(new);
                 progressed = true;
