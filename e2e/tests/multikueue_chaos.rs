@@ -3,6 +3,11 @@
 //! step, and every job finished once at the end. `.ci/run` runs 200 seeds here;
 //! `cargo xtask chaos --multikueue` runs more, with an optimised build, through `many_seeds`.
 
+// mimalloc: these runs allocate and free many small maps; with glibc's allocator about a third of
+// their time went to malloc and free.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use e2e::chaos::{Action, Outcome, Plan, draw, run_seed, run_seeds};
 
 /// The seeds `.ci/run` covers.

@@ -4,17 +4,16 @@
 //! kind backend drives the kind CLI, here a stand-in on PATH that hands back the reference
 //! control plane. Without the control plane's binaries these say why and pass, unless
 //! `TOLLGATE_REQUIRE_CONTROL_PLANE` is set.
+//!
+//! The scenarios run side by side, as many as libtest runs at once (`RUST_TEST_THREADS`, CI: 4):
+//! each has control planes of its own, whose start and waits are mostly idle time, and a
+//! scenario's waits allow 30 s for what takes well under one.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use e2e::backend::{Backend, RealOutcome, Session, blocker};
 use e2e::scenario::load;
 use rstest::rstest;
-
-/// One control plane at a time: two of them, with their components, on two cores would make the
-/// scenarios' 30-second waits a race.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -38,7 +37,6 @@ fn on_the_reference_control_plane(#[files("scenarios/*.yaml")] path: PathBuf) {
     if !available() {
         return;
     }
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     let session = Session::start(Backend::ControlPlane, dir.path()).expect("session");
     let result = runtime().block_on(session.run(&scenario));
@@ -135,7 +133,6 @@ fn the_kind_backend_creates_runs_collects_and_deletes() {
         };
         cp
     };
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
     let bin = stand_in(tmp.path());
     let log = tmp.path().join("kind-args.log");
@@ -202,7 +199,6 @@ fn the_kubeconfig_backend_runs_on_a_cluster_and_takes_away_what_it_made() {
     let Some(cp) = rt.block_on(control_plane::testing::shared()) else {
         return;
     };
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_scenarios"))
         .arg("--kubeconfig")

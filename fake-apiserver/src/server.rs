@@ -218,16 +218,8 @@ impl FakeApiServer {
     /// Create (or replace) the CRDs in a YAML stream. Returns how many were installed.
     pub fn install_crds(&self, origin: &str, yaml: &str) -> Result<usize, StartError> {
         let mut count = 0;
-        for (index, doc) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
-            let value: Value =
-                serde::Deserialize::deserialize(doc).map_err(|source| StartError::ParseCrd {
-                    path: origin.to_string(),
-                    index,
-                    source,
-                })?;
-            if value.is_null() {
-                continue;
-            }
+        for (index, value) in parsed_crds(origin, yaml)?.iter() {
+            let (index, value) = (*index, value.clone());
             let name = value["metadata"]["name"].as_str().unwrap_or("").to_string();
             let mut store = self.shared.store();
             let Some(rt) =
@@ -443,4 +435,33 @@ impl Drop for TcpServer {
     fn drop(&mut self) {
         let _ = self.stop.send(true);
     }
+}
+
+/// The documents of a CRD YAML stream (with their indexes in it, empty documents left out),
+/// parsed once per process: every embedded world installs the same checked-in CRDs, and a chaos
+/// run builds a world for every seed of every scenario.
+fn parsed_crds(origin: &str, yaml: &str) -> Result<Arc<Vec<(usize, Value)>>, StartError> {
+    type Parsed = std::collections::HashMap<String, Arc<Vec<(usize, Value)>>>;
+    static PARSED: std::sync::LazyLock<Mutex<Parsed>> = std::sync::LazyLock::new(Mutex::default);
+    if let Some(docs) = PARSED.lock().unwrap_or_else(|p| p.into_inner()).get(yaml) {
+        return Ok(docs.clone());
+    }
+    let mut docs = Vec::new();
+    for (index, doc) in serde_yaml::Deserializer::from_str(yaml).enumerate() {
+        let value: Value =
+            serde::Deserialize::deserialize(doc).map_err(|source| StartError::ParseCrd {
+                path: origin.to_string(),
+                index,
+                source,
+            })?;
+        if !value.is_null() {
+            docs.push((index, value));
+        }
+    }
+    let docs = Arc::new(docs);
+    PARSED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(yaml.to_string(), docs.clone());
+    Ok(docs)
 }

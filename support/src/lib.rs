@@ -11,7 +11,9 @@
 
 pub mod backoff;
 pub mod clock;
-#[cfg(any(test, feature = "fixtures"))]
+// Always built, though only tests use it: behind a feature that only a dev-dependency turned on,
+// `cargo run -p e2e` after `cargo test --workspace` built this crate and everything above it
+// again (ARCHITECTURE.md, workspace-hack).
 pub mod fixtures;
 mod kubeconfig;
 pub mod mirror;

@@ -1,4 +1,5 @@
-//! `cargo xtask chaos`: the long runs under faults and load, in an optimised build.
+//! `cargo xtask chaos`: the long runs under faults and load, in an optimised build (`--profile`
+//! names another).
 //! - `--multikueue`: many seeds of the MultiKueue chaos run (e2e/src/chaos.rs), the `many_seeds`
 //!   test of e2e/tests/multikueue_chaos.rs, ignored in ordinary test runs; it prints the summary
 //!   and each failing seed with its steps.
@@ -19,24 +20,16 @@ pub struct Seeds {
 }
 
 /// The command that runs them.
-pub fn command(cargo: Process, seeds: &Seeds) -> Process {
-    let mut cargo = release_test(cargo, "e2e", "multikueue_chaos");
+pub fn command(cargo: Process, seeds: &Seeds, profile: &str) -> Process {
+    let mut cargo = profile_test(cargo, profile, "e2e", "multikueue_chaos");
     cargo.args(["many_seeds", "--exact", "--ignored", "--nocapture"]);
     with_seeds(cargo, seeds)
 }
 
-/// `cargo test` of one test target in an optimised build, quietly, up to its own arguments.
-fn release_test(mut cargo: Process, package: &str, test: &str) -> Process {
-    cargo.args([
-        "test",
-        "--release",
-        "--quiet",
-        "--package",
-        package,
-        "--test",
-        test,
-        "--",
-    ]);
+/// `cargo test` of one test target built with `profile`, quietly, up to its own arguments.
+fn profile_test(mut cargo: Process, profile: &str, package: &str, test: &str) -> Process {
+    cargo.args(["test", "--profile", profile]);
+    cargo.args(["--quiet", "--package", package, "--test", test, "--"]);
     cargo
 }
 
@@ -52,8 +45,8 @@ fn with_seeds(mut cargo: Process, seeds: &Seeds) -> Process {
 }
 
 /// The scenarios under faults with these seeds, only those whose file name contains `filter`.
-pub fn scenarios(cargo: Process, seeds: &Seeds, filter: Option<&str>) -> Process {
-    let mut cargo = release_test(cargo, "e2e", "scenarios_chaos");
+pub fn scenarios(cargo: Process, seeds: &Seeds, filter: Option<&str>, profile: &str) -> Process {
+    let mut cargo = profile_test(cargo, profile, "e2e", "scenarios_chaos");
     cargo.arg("--nocapture");
     if let Some(filter) = filter {
         // rstest names each case after its file, with `-` as `_`.
@@ -67,8 +60,8 @@ pub fn scenarios(cargo: Process, seeds: &Seeds, filter: Option<&str>) -> Process
 /// The full-size load on the API servers (fake-apiserver/tests/api/load.rs): 64 clients making
 /// 1,000 operations each on shared objects, with 20 watchers, on the served fake and on the
 /// reference control plane, each printing its figures.
-pub fn apiserver_load(cargo: Process) -> Process {
-    let mut cargo = release_test(cargo, "fake-apiserver", "api");
+pub fn apiserver_load(cargo: Process, profile: &str) -> Process {
+    let mut cargo = profile_test(cargo, profile, "fake-apiserver", "api");
     cargo
         .args(["load::", "--nocapture", "--test-threads", "1"])
         .env("TOLLGATE_LOAD_FULL", "1")
@@ -105,10 +98,12 @@ mod tests {
                 first: 0,
                 seed: Some(42),
             },
+            "release",
         );
         assert_eq!(env_of(&cmd), [("TOLLGATE_CHAOS_SEED".into(), "42".into())]);
         let args: Vec<_> = cmd.get_args().filter_map(|a| a.to_str()).collect();
-        assert!(args.contains(&"--release") && args.contains(&"many_seeds"));
+        assert!(args.windows(2).any(|w| w == ["--profile", "release"]));
+        assert!(args.contains(&"many_seeds"));
     }
 
     #[test]
@@ -120,6 +115,7 @@ mod tests {
                 first: 1000,
                 seed: None,
             },
+            "release",
         );
         let mut env = env_of(&cmd);
         env.sort();
@@ -149,9 +145,10 @@ mod tests {
             first: 1,
             seed: None,
         };
-        let cmd = scenarios(Process::new("cargo"), &seeds, Some("job-lifecycle"));
+        let cmd = scenarios(Process::new("cargo"), &seeds, Some("job-lifecycle"), "dev");
         let args: Vec<_> = cmd.get_args().filter_map(|a| a.to_str()).collect();
-        assert!(args.contains(&"scenarios_chaos") && args.contains(&"--release"));
+        assert!(args.contains(&"scenarios_chaos"));
+        assert!(args.windows(2).any(|w| w == ["--profile", "dev"]));
         assert_eq!(args.last(), Some(&"job_lifecycle"));
         let mut env = env_of(&cmd);
         env.sort();
@@ -167,7 +164,7 @@ mod tests {
 
     #[test]
     fn the_apiserver_load_runs_full_size_on_both_servers() {
-        let cmd = apiserver_load(Process::new("cargo"));
+        let cmd = apiserver_load(Process::new("cargo"), "release");
         let mut env = env_of(&cmd);
         env.sort();
         assert_eq!(
@@ -178,6 +175,7 @@ mod tests {
             ]
         );
         let args: Vec<_> = cmd.get_args().filter_map(|a| a.to_str()).collect();
-        assert!(args.contains(&"--release") && args.contains(&"load::"));
+        assert!(args.windows(2).any(|w| w == ["--profile", "release"]));
+        assert!(args.contains(&"load::"));
     }
 }

@@ -104,6 +104,10 @@ enum Command {
         /// Replay this one seed, printing its steps.
         #[arg(long, conflicts_with_all = ["seeds", "first"])]
         seed: Option<u64>,
+        /// The cargo profile to build the runs with: `release` (the default, fastest to run), or
+        /// `dev` to reuse a build `cargo test` already made (CI's is optimised).
+        #[arg(long, default_value = "release")]
+        profile: String,
     },
     /// Fuzz with `cargo fuzz` (libFuzzer): each target of fuzz/ (the request router and query
     /// parsing, selectors, merge, JSON and strategic merge patch, server-side apply, CRD schemas,
@@ -298,10 +302,11 @@ fn main() -> anyhow::Result<()> {
             seeds,
             first,
             seed,
+            profile,
         } => {
             chaos::check(multikueue, scenarios, apiserver)?;
             if apiserver {
-                run(chaos::apiserver_load(cargo()))?;
+                run(chaos::apiserver_load(cargo(), &profile))?;
             }
             if multikueue {
                 let seeds = chaos::Seeds {
@@ -309,7 +314,7 @@ fn main() -> anyhow::Result<()> {
                     first,
                     seed,
                 };
-                run(chaos::command(cargo(), &seeds))?;
+                run(chaos::command(cargo(), &seeds, &profile))?;
             }
             if scenarios {
                 let seeds = chaos::Seeds {
@@ -317,7 +322,12 @@ fn main() -> anyhow::Result<()> {
                     first: first.max(1),
                     seed,
                 };
-                run(chaos::scenarios(cargo(), &seeds, filter.as_deref()))?;
+                run(chaos::scenarios(
+                    cargo(),
+                    &seeds,
+                    filter.as_deref(),
+                    &profile,
+                ))?;
             }
             Ok(())
         }
