@@ -197,7 +197,14 @@ fn judged_while<T>(work: impl FnOnce() -> T) -> (Vec<String>, T) {
         .with_ansi(false)
         .with_writer(move || sink.clone())
         .finish();
-    let out = tracing::subscriber::with_default(subscriber, work);
+    let out = tracing::subscriber::with_default(subscriber, || {
+        // Another test's thread may be registering the `judged` callsite right now, with only the
+        // global (no-op) subscriber in view: its late write of `never` would hide every request
+        // from this one (seen under a shuffled, four-wide run: 0 judged, then 247). Asking every
+        // callsite again, now that this subscriber is registered, overwrites that stale answer.
+        tracing::callsite::rebuild_interest_cache();
+        work()
+    });
     let text = String::from_utf8(lines.0.lock().expect("not poisoned").clone()).expect("UTF-8");
     (text.lines().map(str::to_string).collect(), out)
 }
