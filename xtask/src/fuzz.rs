@@ -100,7 +100,7 @@ pub fn select(targets: &[String], filter: Option<&str>) -> anyhow::Result<Vec<St
 const BUILD_FLAGS: [&str; 3] = ["--sanitizer", "none", "--debug-assertions"];
 
 pub fn build_command(fuzz_dir: &Path) -> Process {
-    let mut cmd = Process::new("cargo");
+    let mut cmd = crate::subcargo::command("cargo");
     cmd.current_dir(fuzz_dir.parent().unwrap_or(fuzz_dir));
     cmd.args(["+nightly", "fuzz", "build"]).args(BUILD_FLAGS);
     cmd
@@ -108,7 +108,7 @@ pub fn build_command(fuzz_dir: &Path) -> Process {
 
 /// One target for `seconds`: new inputs into `scratch`, the checked-in seeds read as well.
 pub fn run_command(fuzz_dir: &Path, target: &str, seconds: u64, scratch: &Path) -> Process {
-    let mut cmd = Process::new("cargo");
+    let mut cmd = crate::subcargo::command("cargo");
     cmd.current_dir(fuzz_dir.parent().unwrap_or(fuzz_dir));
     cmd.args(["+nightly", "fuzz", "run"]).args(BUILD_FLAGS);
     cmd.arg(target);
@@ -225,7 +225,7 @@ fn ensure_tools() -> anyhow::Result<()> {
     }
     if !has_cargo_fuzz() {
         eprintln!("cargo-fuzz is missing: installing it with `cargo install cargo-fuzz --locked`");
-        let mut cmd = Process::new("cargo");
+        let mut cmd = crate::subcargo::command("cargo");
         cmd.args(["install", "cargo-fuzz", "--locked"]);
         crate::run(cmd)?;
     }
@@ -233,7 +233,7 @@ fn ensure_tools() -> anyhow::Result<()> {
 }
 
 fn has_cargo_fuzz() -> bool {
-    Process::new("cargo")
+    crate::subcargo::command("cargo")
         .args(["+nightly", "fuzz", "--version"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

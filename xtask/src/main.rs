@@ -5,6 +5,7 @@ mod codegen;
 mod crds;
 mod fuzz;
 mod manifests;
+mod subcargo;
 
 use std::path::PathBuf;
 use std::process::Command as Process;
@@ -194,7 +195,7 @@ enum Command {
 }
 
 fn cargo() -> Process {
-    Process::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    subcargo::command(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
 fn run(mut cmd: Process) -> anyhow::Result<()> {
