@@ -22,13 +22,12 @@ ci_clock() {
   fi
 }
 
-# Record a finished step: name, when it began (seconds since the run started), how long it took,
-# and its result.
+# Record a finished step: name, when it began (seconds since the run started), how long it took
+# (until ENDED, in seconds since the epoch, when given; else until now), and its result.
 ci_row() {
-  local name=$1 began=$2 result=$3 now
-  now=$(date +%s)
+  local name=$1 began=$2 result=$3 ended=${4:-$(date +%s)}
   CI_ROWS+=("$(printf '%-46s %8s %8s  %s' "$name" "$(ci_clock $((began - CI_START)))" \
-    "$(ci_clock $((now - began)))" "$result")")
+    "$(ci_clock $((ended - began)))" "$result")")
 }
 
 ci_table() {
@@ -66,21 +65,24 @@ start() {
   echo
   echo "=== $name (in the background): $command"
   CI_BEGAN[$name]=$(date +%s)
-  # A process group of its own, so that stopping the run stops everything it started.
-  setsid bash -euo pipefail -c "$command" >"$CI_LOGS/$name.log" 2>&1 &
+  # A process group of its own, so that stopping the run stops everything it started. It notes
+  # when it ended, so that its row shows its own time, not when `finish` got to it.
+  setsid bash -c 'status=0; bash -euo pipefail -c "$1" || status=$?; date +%s >"$2"; exit $status' \
+    "$name" "$command" "$CI_LOGS/$name.ended" >"$CI_LOGS/$name.log" 2>&1 &
   CI_PIDS[$name]=$!
 }
 
 finish() {
-  local name=$1 status=0
+  local name=$1 status=0 ended
   wait "${CI_PIDS[$name]}" || status=$?
   unset 'CI_PIDS[$name]'
   echo
   echo "=== $name (ran in the background), its output:"
   cat "$CI_LOGS/$name.log"
+  ended=$(cat "$CI_LOGS/$name.ended" 2>/dev/null || date +%s)
   if [ "$status" -ne 0 ]; then
-    ci_row "$name (background)" "${CI_BEGAN[$name]}" "FAILED (exit $status)"
+    ci_row "$name (background)" "${CI_BEGAN[$name]}" "FAILED (exit $status)" "$ended"
     exit "$status"
   fi
-  ci_row "$name (background)" "${CI_BEGAN[$name]}" ok
+  ci_row "$name (background)" "${CI_BEGAN[$name]}" ok "$ended"
 }

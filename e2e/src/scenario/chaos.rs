@@ -47,7 +47,7 @@ use crate::json::diff;
 pub const SETTLE: Duration = Duration::from_secs(2 * 3600);
 
 /// The seeds `cargo test` runs for every scenario with components: a quick look, in a debug
-/// build. `.ci/run` runs 50 in an optimised build (`cargo xtask chaos --scenarios --seeds 50`),
+/// build. `.ci/run` runs 10 in an optimised build (`cargo xtask chaos --scenarios --seeds 10`),
 /// and `cargo xtask chaos --scenarios` 200 by default.
 pub const TEST_SEEDS: u64 = 3;
 
