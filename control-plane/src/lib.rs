@@ -480,6 +480,17 @@ impl ControlPlane {
         client_for(&self.kubeconfig).await
     }
 
+    /// A client that hands back every answer as the server gave it. kube's clients retry 429,
+    /// 503 and 504 answers (15 times, with Retry-After and back-off): a test that checks such an
+    /// answer got it after minutes (a list at a future resourceVersion, 389 s; an eviction a
+    /// budget refuses, 386 s), and the fake's in-process client, which has no retries, gets it at
+    /// once.
+    pub async fn client_without_retries(&self) -> Result<kube::Client, Error> {
+        let mut config = config_for(&self.kubeconfig).await?;
+        config.default_retry = false;
+        kube::Client::try_from(config).map_err(|e| Error::Client(e.to_string()))
+    }
+
     /// Write a kubeconfig that authenticates with `token` (a ServiceAccount's, say).
     pub fn write_token_kubeconfig(&self, path: &Path, token: &str) -> Result<(), Error> {
         write_kubeconfig(
@@ -522,13 +533,16 @@ impl Drop for ControlPlane {
 
 /// A client from a kubeconfig file, with its current context.
 pub async fn client_for(kubeconfig: &Path) -> Result<kube::Client, Error> {
+    let config = config_for(kubeconfig).await?;
+    kube::Client::try_from(config).map_err(|e| Error::Client(e.to_string()))
+}
+
+async fn config_for(kubeconfig: &Path) -> Result<kube::Config, Error> {
     let config = kube::config::Kubeconfig::read_from(kubeconfig)
         .map_err(|e| Error::Client(format!("{}: {e}", kubeconfig.display())))?;
-    let config =
-        kube::Config::from_custom_kubeconfig(config, &kube::config::KubeConfigOptions::default())
-            .await
-            .map_err(|e| Error::Client(format!("{}: {e}", kubeconfig.display())))?;
-    kube::Client::try_from(config).map_err(|e| Error::Client(e.to_string()))
+    kube::Config::from_custom_kubeconfig(config, &kube::config::KubeConfigOptions::default())
+        .await
+        .map_err(|e| Error::Client(format!("{}: {e}", kubeconfig.display())))
 }
 
 fn http_get(path: &str) -> http::Request<Vec<u8>> {

@@ -156,7 +156,11 @@ impl Env {
             }
             Target::ControlPlane => {
                 let cp = control_plane::testing::shared().await?;
-                let client = cp.client().await.expect("a client of the control plane");
+                // As the fake's client: every answer once, as the server gave it.
+                let client = cp
+                    .client_without_retries()
+                    .await
+                    .expect("a client of the control plane");
                 (client, None)
             }
         };
@@ -377,6 +381,7 @@ impl Env {
                     token: Some(token.to_string().into()),
                     ..Default::default()
                 };
+                config.default_retry = false;
                 Client::try_from(config).expect("a client")
             }
         }
