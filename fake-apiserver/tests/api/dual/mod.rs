@@ -87,6 +87,10 @@ pub enum Target {
 pub struct Env {
     pub target: Target,
     pub client: Client,
+    /// For the harness's own waits (a CRD's resource served): on kube-apiserver it retries the
+    /// 429 "storage is (re)initializing" a new CRD answers for a moment, which `client`, used for
+    /// the requests a test checks, hands back as given.
+    patient: Client,
     /// The test's namespace, created for it (unique on the shared control plane).
     pub ns: String,
     fake: Option<FakeApiServer>,
@@ -149,10 +153,10 @@ where
 
 impl Env {
     async fn new(target: Target, test: &str) -> Option<Env> {
-        let (client, fake) = match target {
+        let (client, patient, fake) = match target {
             Target::Fake => {
                 let server = FakeApiServer::builder().build().expect("the fake starts");
-                (server.client(), Some(server))
+                (server.client(), server.client(), Some(server))
             }
             Target::ControlPlane => {
                 let cp = control_plane::testing::shared().await?;
@@ -161,7 +165,8 @@ impl Env {
                     .client_without_retries()
                     .await
                     .expect("a client of the control plane");
-                (client, None)
+                let patient = cp.client().await.expect("a client of the control plane");
+                (client, patient, None)
             }
         };
         static N: AtomicU32 = AtomicU32::new(0);
@@ -179,6 +184,7 @@ impl Env {
         let env = Env {
             target,
             client,
+            patient,
             ns: ns.clone(),
             fake,
             cleanup: Arc::default(),
@@ -319,7 +325,7 @@ impl Env {
         let version = &crd.spec.versions[0].name;
         let gvk = GroupVersionKind::gvk(&crd.spec.group, version, &crd.spec.names.kind);
         let ar = ApiResource::from_gvk_with_plural(&gvk, &crd.spec.names.plural);
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+        let api: Api<DynamicObject> = Api::all_with(self.patient.clone(), &ar);
         api.list(&Default::default())
             .await
             .expect("an Established CRD's resource is served");
