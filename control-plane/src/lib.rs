@@ -537,7 +537,9 @@ pub async fn client_for(kubeconfig: &Path) -> Result<kube::Client, Error> {
     kube::Client::try_from(config).map_err(|e| Error::Client(e.to_string()))
 }
 
-async fn config_for(kubeconfig: &Path) -> Result<kube::Config, Error> {
+/// The client configuration a kubeconfig file's current context gives, to adjust before making a
+/// client of it.
+pub async fn config_for(kubeconfig: &Path) -> Result<kube::Config, Error> {
     let config = kube::config::Kubeconfig::read_from(kubeconfig)
         .map_err(|e| Error::Client(format!("{}: {e}", kubeconfig.display())))?;
     kube::Config::from_custom_kubeconfig(config, &kube::config::KubeConfigOptions::default())

@@ -375,14 +375,9 @@ impl Env {
                 let cp = control_plane::testing::shared()
                     .await
                     .expect("the control plane runs");
-                let kubeconfig =
-                    kube::config::Kubeconfig::read_from(cp.kubeconfig()).expect("its kubeconfig");
-                let mut config = kube::Config::from_custom_kubeconfig(
-                    kubeconfig,
-                    &kube::config::KubeConfigOptions::default(),
-                )
-                .await
-                .expect("a config");
+                let mut config = control_plane::config_for(cp.kubeconfig())
+                    .await
+                    .expect("a config from its kubeconfig");
                 config.auth_info = kube::config::AuthInfo {
                     token: Some(token.to_string().into()),
                     ..Default::default()
