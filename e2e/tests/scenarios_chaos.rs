@@ -137,11 +137,13 @@ fn restarted_at_every_step(#[files("scenarios/*.yaml")] path: PathBuf) {
     fail_on_divergence(&report, "restarts", "TOLLGATE_RESTART_BEFORE=N");
 }
 
-/// A seed is an exact replay: run twice, it puts the same faults on the same requests (the
-/// server's record of every request it judged, with its verdict, is the same), so its trace and
-/// its count of faults are the same too, though each world's hash maps are seeded afresh.
-/// Closing a cluster's watches once woke their clients in hash order, so after every close the
-/// controller's watches came back, and drew their faults, in an order of their own.
+/// A seed is an exact replay: run twice, it puts the same faults on the same requests (each
+/// cluster's journal of every request its faults judged, with the verdict, is the same), so its
+/// trace and its count of faults are the same too, though each world's hash maps are seeded
+/// afresh. Closing a cluster's watches once woke their clients in hash order, so after every
+/// close the controller's watches came back, and drew their faults, in an order of their own.
+/// (The journals, not the `fake_apiserver::faults` trace: a tracing callsite first reached by
+/// another test's thread caches "never" for every thread, seen as 0 judged, then 247.)
 #[rstest]
 #[case::manager_and_workers("multikueue-two-workers-admit-at-once")]
 #[case::one_cluster("job-lifecycle")]
@@ -153,60 +155,32 @@ fn a_seed_replays_exactly(#[case] name: &str) {
     let scenario = load(&path).unwrap_or_else(|e| panic!("{e}"));
     for seed in 1..=3 {
         let run = || {
-            let (judged, run) = judged_while(|| {
-                run_once(&scenario, &Registry::standard(), Disturbance::Noise(seed))
-                    .unwrap_or_else(|e| panic!("{e}"))
-            });
-            (judged, run.faults, run.trace.to_yaml())
+            let run = run_once(&scenario, &Registry::standard(), Disturbance::Noise(seed))
+                .unwrap_or_else(|e| panic!("{e}"));
+            (run.judged, run.faults, run.trace.to_yaml())
         };
         let (first, again) = (run(), run());
         assert!(first.1 > 0, "seed {seed}: no fault was injected");
-        let differ = first.0.iter().zip(&again.0).position(|(a, b)| a != b);
-        assert!(
-            differ.is_none() && first.0.len() == again.0.len(),
-            "seed {seed}: the requests judged differ, first at {differ:?} (of {} and {})",
-            first.0.len(),
-            again.0.len()
-        );
+        for (cluster, (a, b)) in first.0.iter().zip(&again.0).enumerate() {
+            assert!(
+                !a.is_empty(),
+                "seed {seed}: cluster {cluster} judged nothing"
+            );
+            let differ = a.iter().zip(b).position(|(a, b)| a != b);
+            assert!(
+                differ.is_none() && a.len() == b.len(),
+                "seed {seed}: cluster {cluster}'s judged requests differ, first at {differ:?} \
+                 (of {} and {}): {:?} and {:?}",
+                a.len(),
+                b.len(),
+                differ.map(|i| &a[i]),
+                differ.map(|i| &b[i]),
+            );
+        }
+        assert_eq!(first.0.len(), again.0.len(), "seed {seed}: clusters");
         assert_eq!(first.1, again.1, "seed {seed}: faults injected");
         assert_eq!(first.2, again.2, "seed {seed}: the traces differ");
     }
-}
-
-/// `work`'s result, and every request the servers judged meanwhile with its verdict, in order
-/// (`fake_apiserver::faults` at trace level, without wall-clock times).
-fn judged_while<T>(work: impl FnOnce() -> T) -> (Vec<String>, T) {
-    #[derive(Clone, Default)]
-    struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().expect("not poisoned").extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let lines = Lines::default();
-    let sink = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(
-            "fake_apiserver::faults=trace",
-        ))
-        .without_time()
-        .with_ansi(false)
-        .with_writer(move || sink.clone())
-        .finish();
-    let out = tracing::subscriber::with_default(subscriber, || {
-        // Another test's thread may be registering the `judged` callsite right now, with only the
-        // global (no-op) subscriber in view: its late write of `never` would hide every request
-        // from this one (seen under a shuffled, four-wide run: 0 judged, then 247). Asking every
-        // callsite again, now that this subscriber is registered, overwrites that stale answer.
-        tracing::callsite::rebuild_interest_cache();
-        work()
-    });
-    let text = String::from_utf8(lines.0.lock().expect("not poisoned").clone()).expect("UTF-8");
-    (text.lines().map(str::to_string).collect(), out)
 }
 
 /// Fail with every run of `report` that ended differently; a replay of one run (`replay` says

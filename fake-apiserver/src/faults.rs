@@ -25,7 +25,7 @@ pub enum Verb {
 }
 
 /// What a fault is matched against.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestInfo {
     pub verb: Option<Verb>,
     pub group: String,
@@ -232,11 +232,21 @@ pub struct Verdict {
     pub drop: Option<DropWhen>,
 }
 
+/// One request the faults judged, and what they decided for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    pub request: RequestInfo,
+    /// The verdict as the `fake_apiserver::faults` trace prints it.
+    pub verdict: String,
+}
+
 struct State {
     rules: Vec<(FaultId, FaultRule)>,
     next_id: u64,
     partitioned_until: Option<tokio::time::Instant>,
     rng: ChaCha8Rng,
+    /// Every judgement since `keep_journal`, in the order drawn; `None` keeps none.
+    journal: Option<Vec<Judgement>>,
 }
 
 /// The fault controls of one server. Cheap to clone.
@@ -254,6 +264,7 @@ impl Faults {
                 next_id: 0,
                 partitioned_until: None,
                 rng: ChaCha8Rng::seed_from_u64(seed),
+                journal: None,
             })),
             on_close_watches,
         }
@@ -301,6 +312,17 @@ impl Faults {
         let mut s = self.lock();
         s.rules.retain(|(_, rule)| rule.lasting);
         s.partitioned_until = None;
+    }
+
+    /// From now on, keep every judgement (an empty journal, replacing any kept before): a seed's
+    /// replay is checked by comparing them. Kept until `take_journal`, so only for bounded runs.
+    pub fn keep_journal(&self) {
+        self.lock().journal = Some(Vec::new());
+    }
+
+    /// The judgements kept since `keep_journal`, in the order drawn; keeping stops.
+    pub fn take_journal(&self) -> Vec<Judgement> {
+        self.lock().journal.take().unwrap_or_default()
     }
 
     /// End every open watch; clients must re-watch from their last resourceVersion.
@@ -378,6 +400,12 @@ impl Faults {
             }
         }
         rules.retain(|(id, _)| !spent.contains(id));
+        if let Some(journal) = &mut s.journal {
+            journal.push(Judgement {
+                request: req.clone(),
+                verdict: format!("{verdict:?}"),
+            });
+        }
         verdict
     }
 }
@@ -528,6 +556,27 @@ mod tests {
         };
         assert_eq!(draw(3), draw(3));
         assert_ne!(draw(3), draw(4));
+    }
+
+    #[test]
+    fn a_journal_keeps_each_judgement_in_order_until_taken() {
+        let f = Faults::new(7, Arc::new(|| {}));
+        f.inject(FaultRule::fail(500).name("b").lasting());
+        f.judge(&req(Verb::Get, "pods", "before"));
+        f.keep_journal();
+        f.judge(&req(Verb::Get, "pods", "a"));
+        f.judge(&req(Verb::Delete, "pods", "b"));
+        let journal = f.take_journal();
+        let names: Vec<_> = journal.iter().map(|j| j.request.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["a", "b"],
+            "judged before keep_journal or out of order"
+        );
+        assert!(journal[0].verdict.contains("fail: None"), "{journal:?}");
+        assert!(journal[1].verdict.contains("code: 500"), "{journal:?}");
+        f.judge(&req(Verb::Get, "pods", "after"));
+        assert!(f.take_journal().is_empty(), "kept after take_journal");
     }
 
     #[tokio::test(start_paused = true)]

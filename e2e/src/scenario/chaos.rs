@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use fake_apiserver::faults::FaultId;
+use fake_apiserver::faults::{FaultId, Judgement};
 use fake_apiserver::{ChangeFeed, ChangeType, DropWhen, FaultRule, Faults};
 use futures::future::BoxFuture;
 use rand::{Rng, SeedableRng};
@@ -135,6 +135,7 @@ async fn restart_all(env: &TestEnv) -> Result<(), String> {
 /// dropped before they are served and 1.5% after (served, but the client cannot tell), about
 /// 10% in all; 10% wait 200 ms first; and every 10 to 60 s one cluster closes all its watches.
 struct Noise {
+    clusters: Vec<Faults>,
     rules: Vec<(Faults, FaultId)>,
     closer: tokio::task::JoinHandle<()>,
 }
@@ -144,6 +145,7 @@ impl Noise {
         let mut rules = Vec::new();
         for (index, faults) in clusters.iter().enumerate() {
             faults.reseed(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ index as u64);
+            faults.keep_journal();
             for rule in [
                 FaultRule::fail(500).fraction(0.04),
                 FaultRule::throttle(1).fraction(0.03),
@@ -155,26 +157,35 @@ impl Noise {
                 rules.push((faults.clone(), id));
             }
         }
-        let clusters = clusters.to_vec();
+        let closed = clusters.to_vec();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let closer = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(rng.random_range(10..=60))).await;
-                clusters[rng.random_range(0..clusters.len())].close_watches();
+                closed[rng.random_range(0..closed.len())].close_watches();
             }
         });
-        Noise { rules, closer }
+        Noise {
+            clusters: clusters.to_vec(),
+            rules,
+            closer,
+        }
     }
 
-    /// Stop it; how many faults it injected (a request both delayed and failed counts twice).
-    fn stop(self) -> u64 {
+    /// Stop it; how many faults it injected (a request both delayed and failed counts twice),
+    /// and every cluster's judgements in the order that cluster drew them.
+    fn stop(self) -> (u64, Vec<Vec<Judgement>>) {
         self.closer.abort();
         let mut fired = 0;
+        let mut journals = Vec::new();
         for (faults, id) in self.rules {
             fired += faults.fired(id);
             faults.remove(id);
         }
-        fired
+        for faults in &self.clusters {
+            journals.push(faults.take_journal());
+        }
+        (fired, journals)
     }
 }
 
@@ -473,6 +484,9 @@ pub struct Run {
     pub passed_over: Vec<Failure>,
     /// Faults injected: requests failed, dropped or delayed.
     pub faults: u64,
+    /// Under noise, each cluster's judgements (the manager's first), in the order drawn: a
+    /// seed replays exactly when these are the same.
+    pub judged: Vec<Vec<Judgement>>,
     /// What the run's steps saw (the scenario's traced kinds).
     pub trace: crate::trace::Trace,
 }
@@ -532,13 +546,14 @@ async fn run_once_async(
             dumps: Vec::new(),
         });
     }
-    let faults = noise.map_or(0, Noise::stop);
+    let (faults, judged) = noise.map_or((0, Vec::new()), Noise::stop);
     tokio::time::sleep(SETTLE).await;
     Ok(Run {
         ending: ledger.finish(),
         failure: outcome.failure,
         passed_over: outcome.passed_over,
         faults,
+        judged,
         trace: outcome.trace,
     })
 }
