@@ -100,3 +100,48 @@ fn a_record_belongs_to_its_target_directory() {
     assert!(said.contains("every source counts as changed"), "{said}");
     assert!(modified(&repo.join("other file.rs")) > LONG_PAST);
 }
+
+/// The workspace-hack crate's build script, in a package of its own: once `age` has made its
+/// unchanged sources old, cargo still finds the build that the record speaks for up to date.
+/// (Without a rerun-if line cargo compared the package's newest modification time for equality,
+/// so the first warm run after a cold one rebuilt workspace-hack and every crate above it.)
+#[test]
+fn a_build_script_is_not_run_again_for_sources_made_old() {
+    let root = tempfile::tempdir().unwrap();
+    let repo = repository(root.path());
+    let target = root.path().join("target");
+    let build_script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../workspace-hack/build.rs");
+    fs::copy(&build_script, repo.join("build.rs")).expect("copying the build script");
+    fs::write(
+        repo.join("Cargo.toml"),
+        "[package]\nname = \"scratch\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\
+         [lib]\npath = \"lib.rs\"\n[workspace]\n",
+    )
+    .unwrap();
+    run(&repo, "git", &["add", "--all"], &target);
+    run(&repo, "git", &["commit", "--quiet", "-m", "crate"], &target);
+    let cargo = env!("CARGO");
+    run(&repo, cargo, &["build", "--quiet", "--offline"], &target);
+    run(&repo, "./.ci/source-times", &["record"], &target);
+
+    // A fresh clone: every file newer than anything built, until `age`.
+    let later = SystemTime::now() + Duration::from_secs(5);
+    for file in ["build.rs", "Cargo.toml", "lib.rs", "other file.rs"] {
+        fs::File::options()
+            .write(true)
+            .open(repo.join(file))
+            .and_then(|f| f.set_modified(later))
+            .expect("setting a modification time");
+    }
+    run(&repo, "./.ci/source-times", &["age"], &target);
+    let output = Command::new(cargo)
+        .args(["build", "--offline", "--verbose"])
+        .current_dir(&repo)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("running cargo");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{said}");
+    assert!(said.contains("Fresh scratch"), "{said}");
+    assert!(!said.contains("Compiling"), "{said}");
+}
