@@ -135,28 +135,30 @@ async fn restart_all(env: &TestEnv) -> Result<(), String> {
 /// dropped before they are served and 1.5% after (served, but the client cannot tell), about
 /// 10% in all; 10% wait 200 ms first; and every 10 to 60 s one cluster closes all its watches.
 struct Noise {
-    clusters: Vec<Faults>,
-    rules: Vec<(Faults, FaultId)>,
+    /// Each cluster's faults, with the rules the noise put there.
+    clusters: Vec<(Faults, Vec<FaultId>)>,
     closer: tokio::task::JoinHandle<()>,
 }
 
 impl Noise {
     fn start(clusters: &[Faults], seed: u64) -> Noise {
-        let mut rules = Vec::new();
-        for (index, faults) in clusters.iter().enumerate() {
-            faults.reseed(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ index as u64);
-            faults.keep_journal();
-            for rule in [
-                FaultRule::fail(500).fraction(0.04),
-                FaultRule::throttle(1).fraction(0.03),
-                FaultRule::drop_connection(DropWhen::Request).fraction(0.015),
-                FaultRule::drop_connection(DropWhen::Answer).fraction(0.015),
-                FaultRule::delay(Duration::from_millis(200)).fraction(0.10),
-            ] {
-                let id = faults.inject(rule.user_agent(COMPONENT_USER_AGENT).lasting());
-                rules.push((faults.clone(), id));
-            }
-        }
+        let noisy = clusters
+            .iter()
+            .enumerate()
+            .map(|(index, faults)| {
+                faults.reseed(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ index as u64);
+                faults.keep_journal();
+                let rules = [
+                    FaultRule::fail(500).fraction(0.04),
+                    FaultRule::throttle(1).fraction(0.03),
+                    FaultRule::drop_connection(DropWhen::Request).fraction(0.015),
+                    FaultRule::drop_connection(DropWhen::Answer).fraction(0.015),
+                    FaultRule::delay(Duration::from_millis(200)).fraction(0.10),
+                ]
+                .map(|rule| faults.inject(rule.user_agent(COMPONENT_USER_AGENT).lasting()));
+                (faults.clone(), rules.to_vec())
+            })
+            .collect();
         let closed = clusters.to_vec();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let closer = tokio::spawn(async move {
@@ -166,8 +168,7 @@ impl Noise {
             }
         });
         Noise {
-            clusters: clusters.to_vec(),
-            rules,
+            clusters: noisy,
             closer,
         }
     }
@@ -178,11 +179,11 @@ impl Noise {
         self.closer.abort();
         let mut fired = 0;
         let mut journals = Vec::new();
-        for (faults, id) in self.rules {
-            fired += faults.fired(id);
-            faults.remove(id);
-        }
-        for faults in &self.clusters {
+        for (faults, rules) in self.clusters {
+            for id in rules {
+                fired += faults.fired(id);
+                faults.remove(id);
+            }
             journals.push(faults.take_journal());
         }
         (fired, journals)
