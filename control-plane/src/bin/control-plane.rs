@@ -1,6 +1,6 @@
 //! `control-plane` (run as `cargo xtask control-plane ...`): build the reference control plane,
-//! start it in the background, stop it; and regenerate the fake API server's Go field-order table
-//! (`field-order`).
+//! start it in the background, stop it; and regenerate the fake API server's tables of Go facts
+//! (`field-order`, `protobuf-fields`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -64,10 +64,36 @@ enum Command {
         #[arg(long, default_value_os_t = workspace_root().join(FIELD_ORDER_FILE))]
         out: PathBuf,
     },
+    /// Regenerate the fake API server's table of protobuf fields (each built-in type's field
+    /// numbers, JSON names and Go shapes, which decide the bytes kube-apiserver writes) from the
+    /// pinned Go types, with tools/control-plane/protofields.
+    ProtobufFields {
+        /// Where to write it.
+        #[arg(long, default_value_os_t = workspace_root().join(PROTOBUF_FIELDS_FILE))]
+        out: PathBuf,
+    },
 }
 
 /// The generated field-order table, relative to the workspace.
 const FIELD_ORDER_FILE: &str = "fake-apiserver/src/http/go_field_order.json";
+/// The generated protobuf table, relative to the workspace.
+const PROTOBUF_FIELDS_FILE: &str = "fake-apiserver/src/http/protobuf/go_protobuf.json";
+
+/// Run one of tools/control-plane's generators and write what it prints to `out`.
+fn generate(program: &str, out: &Path) -> anyhow::Result<()> {
+    let output = std::process::Command::new("go")
+        .args(["run", program])
+        .current_dir(gobuild::module_dir())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running go (is it on PATH?)")?;
+    if !output.status.success() {
+        bail!("go run {program} failed: {}", output.status);
+    }
+    std::fs::write(out, &output.stdout).with_context(|| format!("writing {}", out.display()))?;
+    eprintln!("wrote {}", out.display());
+    Ok(())
+}
 
 fn default_run_dir() -> PathBuf {
     workspace_root().join("target/control-plane/run")
@@ -128,21 +154,8 @@ async fn main() -> anyhow::Result<()> {
             eprintln!("built into {}", out.display());
             Ok(())
         }
-        Command::FieldOrder { out } => {
-            let output = std::process::Command::new("go")
-                .args(["run", "./fieldorder"])
-                .current_dir(gobuild::module_dir())
-                .stderr(std::process::Stdio::inherit())
-                .output()
-                .context("running go (is it on PATH?)")?;
-            if !output.status.success() {
-                bail!("go run ./fieldorder failed: {}", output.status);
-            }
-            std::fs::write(&out, &output.stdout)
-                .with_context(|| format!("writing {}", out.display()))?;
-            eprintln!("wrote {}", out.display());
-            Ok(())
-        }
+        Command::FieldOrder { out } => generate("./fieldorder", &out),
+        Command::ProtobufFields { out } => generate("./protofields", &out),
         Command::Up {
             dir,
             no_controllers,

@@ -5,7 +5,9 @@ pub mod auth;
 mod authorize;
 mod discovery;
 pub(crate) mod encode;
+pub mod media;
 mod openapi;
+mod protobuf;
 mod route;
 mod subresources;
 mod table;
@@ -90,12 +92,19 @@ where
                     "partitioned by a fault",
                 ));
             }
+            let accepted = media::Accept::parse(
+                req.headers()
+                    .get(header::ACCEPT)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or(""),
+            );
             let user = match auth::authenticate(auth.as_deref(), &shared, req.headers()) {
                 Ok(user) => user,
-                Err(e) => return Ok(error_response(&e)),
+                Err(e) => return Ok(encoded(error_response(&e), &accepted).await),
             };
             let mut dropped = None;
-            let resp = handle(shared, req, user.as_ref(), &mut dropped).await;
+            let resp = handle(shared, req, user.as_ref(), &accepted, &mut dropped).await;
+            let resp = encoded(resp, &accepted).await;
             match dropped {
                 // Served or not, the client sees its connection reset.
                 Some(_) => Err(std::io::Error::new(
@@ -197,6 +206,7 @@ async fn handle<B>(
     shared: Arc<Shared>,
     req: Request<B>,
     user: &User,
+    accepted: &media::Accept,
     dropped: &mut Option<DropWhen>,
 ) -> Response<ResponseBody>
 where
@@ -288,6 +298,14 @@ where
     // `/version`, `/api` and a group version's resource list serve GET only, as kube-apiserver's
     // go-restful routes do; `/apis` and a group's versions answer any method.
     let get_only = parts.method == Method::GET;
+    // Discovery documents have protobuf forms; `/version` has none.
+    let discovery = matches!(
+        route,
+        Route::CoreVersions | Route::Groups | Route::Group(_) | Route::Resources { .. }
+    );
+    if route == Route::Version && accepted.choose(false).is_none() {
+        return error_response(&not_acceptable_media());
+    }
     let result = match route {
         Route::Version | Route::CoreVersions if !get_only => {
             Err(ApiError::method_not_allowed("a discovery document"))
@@ -346,6 +364,7 @@ where
                 content_type: &content_type,
                 body: &body,
                 view,
+                accepted,
                 user_agent,
                 user,
             };
@@ -370,8 +389,21 @@ where
         Route::OpenApiUnknown => Ok(empty_not_found()),
         Route::NotFound => Err(ApiError::page_not_found()),
     };
-    let resp = result.unwrap_or_else(|e| error_response(&e));
+    let mut resp = result.unwrap_or_else(|e| error_response(&e));
+    if discovery && resp.status().is_success() {
+        resp.extensions_mut()
+            .insert(accepted.choose(true).unwrap_or(media::Media::Json));
+    }
     if pretty { indented(resp).await } else { resp }
+}
+
+/// kube-apiserver's 406 when no media type the Accept header offers can carry the answer.
+fn not_acceptable_media() -> ApiError {
+    ApiError::new(
+        406,
+        "NotAcceptable",
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+    )
 }
 
 /// Whether kube-apiserver would indent the answer: `?pretty=true` (as Go's ParseBool reads it),
@@ -411,6 +443,66 @@ async fn indented(resp: Response<ResponseBody>) -> Response<ResponseBody> {
         Bytes::from(encode::indent(compact))
     };
     Response::from_parts(parts, Full::new(body).boxed_unsync())
+}
+
+/// The answer in the encoding negotiated. Answers are made as JSON; one whose kind has a protobuf
+/// form is rewritten when protobuf was chosen: a resource's answer carries the choice made for
+/// it (a [`media::Media`] extension), and a Status elsewhere follows the Accept header's first
+/// range, as kube-apiserver encodes its errors. Watch streams choose for themselves.
+async fn encoded(resp: Response<ResponseBody>, accepted: &media::Accept) -> Response<ResponseBody> {
+    use media::Media;
+    let chosen = resp.extensions().get::<Media>().copied();
+    let json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    let wanted = chosen.unwrap_or_else(|| accepted.for_status());
+    if wanted != Media::Protobuf || !json || resp.headers().contains_key(header::TRANSFER_ENCODING)
+    {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(bytes) = body
+        .collect()
+        .await
+        .map(http_body_util::Collected::to_bytes);
+    let keep = |parts, bytes| Response::from_parts(parts, Full::new(bytes).boxed_unsync());
+    let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+        return keep(parts, bytes);
+    };
+    let is_status = value["kind"] == "Status" && value["apiVersion"] == "v1";
+    if chosen.is_none() && !is_status {
+        return keep(parts, bytes);
+    }
+    let encoded = match protobuf::document(&value) {
+        None => return keep(parts, bytes),
+        Some(Ok(pb)) => pb,
+        Some(Err(e)) => {
+            // A stored object that does not fit its Go type: the real server cannot have one.
+            tracing::error!(%e, "an answer does not encode as protobuf");
+            let status =
+                ApiError::internal(format!("encoding the answer as protobuf: {e}")).to_status();
+            parts.status = StatusCode::INTERNAL_SERVER_ERROR;
+            match protobuf::document(&status) {
+                Some(Ok(pb)) => pb,
+                _ => return keep(parts, Bytes::from(encode::document(&status))),
+            }
+        }
+    };
+    // Aggregated discovery names its type in the media type, as its JSON does.
+    let content_type = match (value["kind"].as_str(), value["apiVersion"].as_str()) {
+        (Some("APIGroupDiscoveryList"), Some(v)) => format!(
+            "{};g=apidiscovery.k8s.io;v={};as=APIGroupDiscoveryList",
+            protobuf::MEDIA_TYPE,
+            v.rsplit('/').next().unwrap_or("")
+        ),
+        _ => protobuf::MEDIA_TYPE.to_string(),
+    };
+    if let Ok(v) = header::HeaderValue::from_str(&content_type) {
+        parts.headers.insert(header::CONTENT_TYPE, v);
+    }
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Full::new(Bytes::from(encoded)).boxed_unsync())
 }
 
 fn request_info(method: &Method, route: &Route, query: &Query) -> RequestInfo {
@@ -475,12 +567,18 @@ fn decode_body(
             }
             (value, Vec::new())
         }
-        // kube-apiserver reads protobuf; this server does not, and says what to use instead.
-        "application/vnd.kubernetes.protobuf" => {
+        // Custom resources have no protobuf form. (kube-apiserver v1.37 panics on such a body
+        // and drops the stream; this is the 415 it gives every other type it cannot read.)
+        protobuf::MEDIA_TYPE if rt.crd.is_some() => {
             return Err(ApiError::unsupported_media_type(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (protobuf is not supported by this fake API server: use `kubectl apply -f` or `kubectl create -f` with YAML or JSON)",
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
             ));
         }
+        protobuf::MEDIA_TYPE => (
+            protobuf::decode(body, (&rt.api_version(), &rt.kind))
+                .map_err(|why| unrecognized(&why))?,
+            Vec::new(),
+        ),
         _ => {
             return Err(ApiError::unsupported_media_type(
                 "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
@@ -1058,6 +1156,9 @@ fn delete_options_body(content_type: &str, body: &[u8]) -> ApiResult<Value> {
             }
             serde_json::from_slice(body).map_err(|e| bad(e.to_string()))?
         }
+        protobuf::MEDIA_TYPE => {
+            protobuf::decode(body, ("meta.k8s.io/v1", "DeleteOptions")).map_err(bad)?
+        }
         "application/yaml" | "application/x-yaml" | "text/yaml" => {
             let value =
                 crate::semantics::yaml_depth::read(body, go_decode::yaml_error).map_err(bad)?;
@@ -1103,24 +1204,35 @@ struct RequestParts<'a> {
     content_type: &'a str,
     body: &'a [u8],
     view: View,
+    accepted: &'a media::Accept,
     user_agent: &'a str,
     user: &'a User,
 }
 
+/// A resource request, answered in the encoding chosen for it (see [`encoded`]).
 async fn serve_resource(
     shared: &Arc<Shared>,
     path: ResourcePath,
     req: RequestParts<'_>,
 ) -> ApiResult<Response<ResponseBody>> {
-    let RequestParts {
-        method,
-        query,
-        content_type,
-        body,
-        view,
-        user_agent,
-        user,
-    } = req;
+    let rt = resolve(shared, &path)?;
+    // Protobuf carries built-in kinds and the metadata-only views of any kind; never a Table.
+    let protobuf_form = match req.view {
+        View::Full => rt.crd.is_none(),
+        View::Metadata | View::MetadataList => true,
+        View::Table(_) => false,
+    };
+    let media = req
+        .accepted
+        .choose(protobuf_form)
+        .ok_or_else(not_acceptable_media)?;
+    let mut resp = serve_found(shared, rt, path, req, media).await?;
+    resp.extensions_mut().insert(media);
+    Ok(resp)
+}
+
+/// The resource type a path names, or the real server's answer for one it does not serve.
+fn resolve(shared: &Shared, path: &ResourcePath) -> ApiResult<Arc<ResourceType>> {
     let rt = {
         let store = shared.store();
         let catalog = store.catalog();
@@ -1134,12 +1246,32 @@ async fn serve_resource(
             None => return Err(ApiError::unknown_path()),
         }
     };
-    if let Some(e) = route::custom_resource_miss(&rt, &path) {
+    if let Some(e) = route::custom_resource_miss(&rt, path) {
         return Err(e);
     }
     if path.namespace.is_some() && !rt.namespaced {
         return Err(ApiError::unknown_path());
     }
+    Ok(rt)
+}
+
+async fn serve_found(
+    shared: &Arc<Shared>,
+    rt: Arc<ResourceType>,
+    path: ResourcePath,
+    req: RequestParts<'_>,
+    media: media::Media,
+) -> ApiResult<Response<ResponseBody>> {
+    let RequestParts {
+        method,
+        query,
+        content_type,
+        body,
+        view,
+        accepted: _,
+        user_agent,
+        user,
+    } = req;
     let call = subresources::Call {
         method,
         query,
@@ -1238,6 +1370,7 @@ async fn serve_resource(
                     opts,
                     query,
                     view,
+                    media,
                 );
             }
             let (resource_version, exact) = list_version(query)?;

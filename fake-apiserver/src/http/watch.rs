@@ -16,6 +16,7 @@ use hyper::body::Frame;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::media::Media;
 use super::{Query, ResponseBody, Shared};
 use crate::catalog::ResourceType;
 use crate::error::{ApiError, ApiResult};
@@ -32,6 +33,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
 
 struct Params {
     view: super::View,
+    media: Media,
     ns: Option<String>,
     opts: ListOptions,
     bookmarks: bool,
@@ -46,6 +48,7 @@ pub fn serve_watch(
     opts: ListOptions,
     query: &Query,
     view: super::View,
+    media: Media,
 ) -> ApiResult<Response<ResponseBody>> {
     Store::check_field_selector(&rt, &opts)?;
     // Checked as kube-apiserver checks a watch's ListOptions (see `watch_options`).
@@ -80,6 +83,7 @@ pub fn serve_watch(
         initial_events: initial_events && bookmarks,
         timeout,
         view,
+        media,
     };
     // The store's lock is released before the stream is made.
     let init = shared.store().watch(&rt, params.ns.as_deref(), start);
@@ -88,16 +92,21 @@ pub fn serve_watch(
         Err(e) if e.code != 410 => return Err(e),
         Ok(init) => events(Watch::new(shared.clone(), rt, params, init)),
         // The real server answers 200 and reports a too-old resourceVersion inside the stream.
-        Err(e) => {
-            futures::stream::once(futures::future::ready(event_line("ERROR", &e.to_status())))
-                .boxed()
-        }
+        Err(e) => futures::stream::once(futures::future::ready(event(
+            media,
+            "ERROR",
+            &e.to_status(),
+        )))
+        .boxed(),
     };
     let stream = body.map(|b| Ok::<_, std::convert::Infallible>(Frame::data(b)));
     let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
     resp.headers_mut().insert(
         header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/json"),
+        header::HeaderValue::from_static(match media {
+            Media::Json => "application/json",
+            Media::Protobuf => super::protobuf::WATCH_MEDIA_TYPE,
+        }),
     );
     resp.headers_mut().insert(
         header::TRANSFER_ENCODING,
@@ -106,8 +115,20 @@ pub fn serve_watch(
     Ok(resp)
 }
 
-fn event_line(kind: &str, object: &Value) -> Bytes {
-    event_line_json(kind, &super::encode::to_vec(object))
+/// One event in the stream's encoding: a JSON line, or a protobuf frame.
+fn event(media: Media, kind: &str, object: &Value) -> Bytes {
+    match media {
+        Media::Json => event_line_json(kind, &super::encode::to_vec(object)),
+        Media::Protobuf => match super::protobuf::watch_frame(kind, object) {
+            Ok(frame) => Bytes::from(frame),
+            // A stored object that does not fit its Go type: the real server cannot have one.
+            Err(e) => {
+                tracing::error!(%e, "a watch event does not encode as protobuf");
+                let status = ApiError::internal(format!("encoding a watch event: {e}")).to_status();
+                Bytes::from(super::protobuf::watch_frame("ERROR", &status).unwrap_or_default())
+            }
+        },
+    }
 }
 
 /// A watch event line around an object already serialised (a whole document: its newline goes).
@@ -160,7 +181,7 @@ impl Sink {
         if std::mem::replace(&mut self.columns_sent, true) {
             super::table::drop_column_definitions(&mut viewed);
         }
-        event_line(kind, &viewed)
+        event(self.p.media, kind, &viewed)
     }
 
     /// The line for a change, if this watch's selection makes it an event.
@@ -179,13 +200,15 @@ impl Sink {
             _ if self.p.view != super::View::Full => {
                 self.viewed_line(kind, render(&self.rt, &change.object))
             }
-            // Every full-view watcher of this kind shares the change's one serialisation.
-            _ => event_line_json(kind, &change.json_for(&self.rt)),
+            // Every full-view JSON watcher of this kind shares the change's one serialisation.
+            _ if self.p.media == Media::Json => event_line_json(kind, &change.json_for(&self.rt)),
+            _ => event(self.p.media, kind, &render(&self.rt, &change.object)),
         })
     }
 
     fn bookmark(&self, rv: u64, initial_events_end: bool) -> Bytes {
-        event_line(
+        event(
+            self.p.media,
             "BOOKMARK",
             &crate::store::watch_bookmark(&self.rt, rv, initial_events_end),
         )

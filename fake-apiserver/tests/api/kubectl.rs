@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::tcp::{Served, client_from, kubectl};
+use crate::tcp::{Served, kubectl};
 
 fn run(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     use std::io::Write;
@@ -112,10 +112,20 @@ async fn kubectl_create_apply_get_patch_label_wait_and_delete_work() {
         ok(&kc, &["delete", "cm", "app", "--cascade=foreground"], None);
         ok(&kc, &["wait", "--for=delete", "cm/app", "--timeout=10s"], None);
 
-        // Typed commands send protobuf: refused with a message that says what to do instead.
-        let typed = run(&kc, &["create", "namespace", "typed"], None);
-        assert!(!typed.status.success());
-        assert!(String::from_utf8_lossy(&typed.stderr).contains("use `kubectl apply -f`"));
+        // Typed commands send protobuf bodies and ask for protobuf answers.
+        assert_eq!(
+            ok(&kc, &["create", "namespace", "typed"], None).trim(),
+            "namespace/typed created"
+        );
+        assert_eq!(
+            ok(&kc, &["create", "configmap", "typed", "-n", "typed", "--from-literal=a=b"], None)
+                .trim(),
+            "configmap/typed created"
+        );
+        assert_eq!(
+            ok(&kc, &["get", "cm", "typed", "-n", "typed", "-o", "jsonpath={.data.a}"], None),
+            "b"
+        );
     })
     .await
     .expect("kubectl thread");
@@ -289,24 +299,10 @@ async fn kubectl_sets_up_a_service_account_whose_token_rbac_limits() {
     // kubectl sends a bearer token over HTTPS only.
     let served = Served::start_locked().await;
     let kc = served.kubeconfig();
-    // kubectl's imperative `create <kind>`, `create token` and `auth can-i` send protobuf, which
-    // the fake does not read: the objects are applied as YAML and the token asked for as JSON.
-    let applied = kc.clone();
-    tokio::task::spawn_blocking(move || ok(&applied, &["apply", "-f", "-"], Some(ROBOT)))
-        .await
-        .expect("kubectl apply");
-    let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        kube::Api::namespaced(client_from(&kc).await, "default");
-    let request = serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
-    let issued: serde_json::Value = accounts
-        .create_subresource("token", "robot", &Default::default(), &request)
-        .await
-        .expect("token issued");
-    let token = issued["status"]["token"]
-        .as_str()
-        .expect("a token")
-        .to_string();
+    // `create token` and `auth can-i` send protobuf (a TokenRequest, a SelfSubjectAccessReview).
     tokio::task::spawn_blocking(move || {
+        ok(&kc, &["apply", "-f", "-"], Some(ROBOT));
+        let token = ok(&kc, &["create", "token", "robot", "-n", "default"], None);
         let robot = |args: &[&str]| {
             let mut with_token = vec!["--token", token.trim()];
             with_token.extend_from_slice(args);
@@ -322,6 +318,10 @@ async fn kubectl_sets_up_a_service_account_whose_token_rbac_limits() {
             String::from_utf8_lossy(&refused.stderr).trim(),
             "Error from server (Forbidden): configmaps \"app\" is forbidden: User \"system:serviceaccount:default:robot\" cannot delete resource \"configmaps\" in API group \"\" in the namespace \"default\""
         );
+        let can_i = robot(&["auth", "can-i", "delete", "configmaps", "-n", "default"]);
+        assert_eq!(said(&can_i), "no");
+        let can_i = robot(&["auth", "can-i", "get", "configmaps", "-n", "default"]);
+        assert_eq!(said(&can_i), "yes");
         // The admin's kubeconfig still may.
         ok(&kc, &["delete", "configmap", "app"], None);
     })

@@ -70,14 +70,20 @@ async fn snapshot(s: &FakeApiServer) -> Vec<(String, String)> {
 
 // --- paths and content types --------------------------------------------------------------------
 
+/// A protobuf body whose envelope is cut short (its TypeMeta says 12 bytes and holds fewer than
+/// its kind needs): the Go decoder's "unexpected EOF", and nothing written.
 #[tokio::test(start_paused = true)]
-async fn protobuf_bodies_are_an_unsupported_media_type() {
+async fn a_truncated_protobuf_body_is_a_bad_request_and_writes_nothing() {
     let s = server();
     let before = snapshot(&s).await;
     let mut body = b"k8s\0".to_vec();
     body.extend_from_slice(b"\x0a\x0c\x0a\x02v1\x12\x09ConfigMap");
     let (code, answer) = raw(&s, "POST", CMS, "application/vnd.kubernetes.protobuf", body).await;
-    assert_status(code, &answer, 415, "UnsupportedMediaType");
+    assert_status(code, &answer, 400, "BadRequest");
+    assert_eq!(
+        answer["message"],
+        "the object provided is unrecognized (must be of type ConfigMap): unexpected EOF (6b3873000a0c0a0276311209436f6e6669674d6170)"
+    );
     assert_eq!(snapshot(&s).await, before);
 }
 

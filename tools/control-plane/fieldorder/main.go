@@ -12,19 +12,15 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 
-	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
-	apidiscoveryv2beta1 "k8s.io/api/apidiscovery/v2beta1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+
+	"tollgate.dev/tools/control-plane/internal/apitypes"
 )
 
 // A field's type reference: "" is a leaf written with sorted map keys, "*" an embedded object
@@ -36,8 +32,6 @@ var (
 	marshaler     = reflect.TypeFor[json.Marshaler]()
 	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
 	types         = map[string][][2]string{}
-	pkgOf         = map[string]string{}
-	stable        = regexp.MustCompile(`^v[0-9]+$`)
 )
 
 // Types with their own MarshalJSON that still write a struct: their shape, by name.
@@ -56,19 +50,6 @@ func init() {
 			return walk(reflect.TypeFor[apiextensionsv1.JSONSchemaProps]())
 		},
 	}
-}
-
-func name(t reflect.Type) string {
-	parts := strings.Split(t.PkgPath(), "/")
-	short := t.Name()
-	if len(parts) >= 2 {
-		short = parts[len(parts)-2] + "/" + parts[len(parts)-1] + "." + t.Name()
-	}
-	if prev, ok := pkgOf[short]; ok && prev != t.PkgPath() {
-		panic(fmt.Sprintf("two types named %s: %s and %s", short, prev, t.PkgPath()))
-	}
-	pkgOf[short] = t.PkgPath()
-	return short
 }
 
 func walk(t reflect.Type) ref {
@@ -97,7 +78,7 @@ func walk(t reflect.Type) ref {
 		}
 		return ""
 	case reflect.Struct:
-		n := name(t)
+		n := apitypes.Name(t)
 		if _, seen := types[n]; !seen {
 			types[n] = nil // breaks recursion (JSONSchemaProps holds itself)
 			types[n] = fields(t)
@@ -168,28 +149,9 @@ func fields(t reflect.Type) [][2]string {
 }
 
 func main() {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme,
-		apiextensionsv1.AddToScheme,
-		apiregistrationv1.AddToScheme,
-		apidiscoveryv2.AddToScheme,
-		apidiscoveryv2beta1.AddToScheme, // the fake still answers clients that ask for it
-		metav1.AddMetaToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
-
 	kinds := map[string]string{}
-	for gvk, t := range s.AllKnownTypes() {
-		// Only stable versions are served, and aggregated discovery's beta.
-		if !stable.MatchString(gvk.Version) && gvk.Group != "apidiscovery.k8s.io" {
-			continue
-		}
-		kinds[gvk.GroupVersion().String()+"/"+gvk.Kind] = walk(t)
+	for k, t := range apitypes.Kinds() {
+		kinds[k] = walk(t)
 	}
 	// Written outside the scheme: /version, and the watch event frame.
 	kinds["version.Info"] = walk(reflect.TypeFor[version.Info]())
@@ -206,7 +168,7 @@ func main() {
 	}
 	// One line per entry, so a regeneration's diff shows what changed.
 	fmt.Fprintln(out, "{")
-	fmt.Fprintln(out, `"generated": "Go field order of the Kubernetes API types (k8s.io/kubernetes v1.37.2), by tools/control-plane/fieldorder. Regenerate: cargo run -p control-plane --bin control-plane -- field-order",`)
+	fmt.Fprintf(out, "%s\n", `"generated": "Go field order of the Kubernetes API types (k8s.io/kubernetes `+apitypes.KubernetesVersion+`), by tools/control-plane/fieldorder. Regenerate: cargo run -p control-plane --bin control-plane -- field-order",`)
 	fmt.Fprintln(out, `"kinds": {`)
 	for i, k := range keys(kinds) {
 		sep := ","

@@ -466,10 +466,28 @@ async fn metadata_only_answers_and_version_are_written_as_kube_apiserver_writes_
     assert!(version.ends_with("\n}"), "{version}");
 }
 
-/// The checked-in field-order table is what the pinned Go types give. It needs Go and the module
-/// cache, so it runs where the control plane is required (CI); elsewhere it says why it skipped.
+/// The checked-in tables of Go facts are what the pinned Go types give. They need Go and the
+/// module cache, so they run where the control plane is required (CI); elsewhere they say why
+/// they skipped.
 #[test]
 fn the_go_field_order_table_is_fresh() {
+    assert_fresh(
+        "./fieldorder",
+        "src/http/go_field_order.json",
+        "field-order",
+    );
+}
+
+#[test]
+fn the_go_protobuf_table_is_fresh() {
+    assert_fresh(
+        "./protofields",
+        "src/http/protobuf/go_protobuf.json",
+        "protobuf-fields",
+    );
+}
+
+fn assert_fresh(program: &str, table: &str, command: &str) {
     if std::env::var_os("TOLLGATE_REQUIRE_CONTROL_PLANE").is_none()
         || !control_plane::gobuild::have_go()
     {
@@ -477,7 +495,7 @@ fn the_go_field_order_table_is_fresh() {
         return;
     }
     let output = std::process::Command::new("go")
-        .args(["run", "./fieldorder"])
+        .args(["run", program])
         .current_dir(control_plane::gobuild::module_dir())
         .output()
         .expect("go runs");
@@ -486,12 +504,10 @@ fn the_go_field_order_table_is_fresh() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let checked_in = std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http/go_field_order.json"),
-    )
-    .expect("the table is checked in");
+    let checked_in = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(table))
+        .expect("the table is checked in");
     assert!(
         output.stdout == checked_in,
-        "fake-apiserver/src/http/go_field_order.json is stale: run `cargo run -p control-plane --bin control-plane -- field-order`"
+        "fake-apiserver/{table} is stale: run `cargo run -p control-plane --bin control-plane -- {command}`"
     );
 }

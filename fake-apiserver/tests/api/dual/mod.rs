@@ -59,6 +59,7 @@ mod meta_validation;
 mod params;
 mod patch_errors;
 mod pods_events;
+mod protobuf;
 mod request_errors;
 mod scale;
 mod schema_composition;
@@ -105,6 +106,8 @@ pub struct Raw {
     /// The body as JSON (Null when it is not JSON).
     pub body: Value,
     pub text: String,
+    /// The body as sent (a protobuf answer is not text).
+    pub bytes: ::bytes::Bytes,
 }
 
 /// Emit, for each named `async fn(Env)`, a module with a `fake` and a `control_plane` test.
@@ -422,6 +425,7 @@ pub async fn raw_by(
             headers,
             body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
             text,
+            bytes,
         }
     }
 }
