@@ -92,6 +92,8 @@ pub(super) struct Schema {
     /// "apiVersion/Kind" -> struct.
     kinds: HashMap<String, usize>,
     pub structs: Vec<Struct>,
+    /// Struct ids by name.
+    ids: HashMap<String, usize>,
     /// The message each special type is written as.
     specials: BTreeMap<Special, usize>,
     /// By struct id.
@@ -155,7 +157,7 @@ impl Schema {
     }
 
     pub(super) fn by_name(&self, name: &str) -> Option<usize> {
-        self.structs.iter().position(|s| &*s.name == name)
+        self.ids.get(name).copied()
     }
 
     fn load(json: &str) -> Result<Schema, String> {
@@ -213,8 +215,10 @@ impl Schema {
                     .ok_or_else(|| format!("no descriptor {name}"))
             })
             .collect::<Result<HashMap<_, _>, String>>()?;
+        let ids = ids.into_iter().map(|(n, i)| (n.to_string(), i)).collect();
         Ok(Schema {
             kinds,
+            ids,
             structs,
             specials,
             messages,

@@ -362,18 +362,7 @@ async fn error_statuses_are_written_in_go_field_order(env: Env) {
 }
 
 async fn custom_resources_are_written_with_sorted_keys(env: Env) {
-    let group = format!("{}.bytes.tollgate.dev", env.ns);
-    let crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
-        serde_json::from_value(json!({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": format!("widgets.{group}")},
-            "spec": {"group": group, "scope": "Namespaced",
-                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-        }))
-        .expect("a CRD");
-    env.create_crd(&crd).await;
+    let group = env.create_open_widgets("bytes").await;
     let base = format!("/apis/{group}/v1/namespaces/{}/widgets", env.ns);
     let (code, created) = send(
         &env,

@@ -336,6 +336,23 @@ impl Env {
         established
     }
 
+    /// A namespaced `Widget` kind (v1) that keeps any fields, in a group of this test's own
+    /// (`<ns>.<suffix>.tollgate.dev`), created and Established; the group is returned.
+    pub async fn create_open_widgets(&self, suffix: &str) -> String {
+        let group = format!("{}.{suffix}.tollgate.dev", self.ns);
+        let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("widgets.{group}")},
+            "spec": {"group": group, "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+        }))
+        .expect("a CRD");
+        self.create_crd(&crd).await;
+        group
+    }
+
     /// A raw HTTP exchange: the answer's code, headers and body.
     pub async fn raw(
         &self,

@@ -102,18 +102,7 @@ async fn strict_unknown_field_in_a_patch_is_422_on_patch(env: Env) {
 }
 
 async fn custom_resource_patch_with_plain_json_is_refused_in_apiextensions_words(env: Env) {
-    let group = format!("{}.podev.tollgate.dev", env.ns);
-    let crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
-        serde_json::from_value(json!({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": format!("widgets.{group}")},
-            "spec": {"group": group, "scope": "Namespaced",
-                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-        }))
-        .expect("a CRD");
-    env.create_crd(&crd).await;
+    let group = env.create_open_widgets("podev").await;
     let base = format!("/apis/{group}/v1/namespaces/{}/widgets", env.ns);
     let raw = post(
         &env,

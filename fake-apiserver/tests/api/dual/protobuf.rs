@@ -404,17 +404,7 @@ async fn errors_are_protobuf_statuses_when_protobuf_comes_first(env: Env) {
 }
 
 async fn custom_resources_fall_back_to_json_or_are_not_acceptable(env: Env) {
-    let group = format!("{}.protobuf.tollgate.dev", env.ns);
-    let crd = serde_json::from_value(serde_json::json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("widgets.{group}")},
-        "spec": {"group": group, "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    }))
-    .expect("a CRD");
-    env.create_crd(&crd).await;
+    let group = env.create_open_widgets("protobuf").await;
     let base = format!("/apis/{group}/v1/namespaces/{}/widgets", env.ns);
     let created = env
         .raw(
