@@ -19,6 +19,8 @@ pub struct Clock {
 struct Inner {
     start_wall: Timestamp,
     start: tokio::time::Instant,
+    /// A clock that stands still: [`Clock::stopped_at`].
+    stopped: bool,
 }
 
 impl Clock {
@@ -28,6 +30,19 @@ impl Clock {
             inner: Arc::new(Inner {
                 start_wall: start,
                 start: tokio::time::Instant::now(),
+                stopped: false,
+            }),
+        }
+    }
+
+    /// A clock whose wall time stays at `at`: the store's clock while a request's write runs again
+    /// after its admission webhooks, so that every run stamps the time of the first.
+    pub fn stopped_at(at: Timestamp) -> Self {
+        Clock {
+            inner: Arc::new(Inner {
+                start_wall: at,
+                start: tokio::time::Instant::now(),
+                stopped: true,
             }),
         }
     }
@@ -44,6 +59,9 @@ impl Clock {
     }
 
     pub fn now(&self) -> Timestamp {
+        if self.inner.stopped {
+            return self.inner.start_wall;
+        }
         let elapsed = tokio::time::Instant::now().saturating_duration_since(self.inner.start);
         let elapsed = jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX);
         self.inner

@@ -2,6 +2,33 @@
 
 use serde_json::{Value, json};
 
+/// A `Status` reason a webhook or another server sent, as one of metav1's `StatusReason`s
+/// (`""` for one that is not).
+pub fn known_reason(reason: &str) -> &'static str {
+    const REASONS: [&str; 19] = [
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "StoreReadError",
+        "Timeout",
+        "TooManyRequests",
+        "BadRequest",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "Expired",
+        "ServiceUnavailable",
+    ];
+    REASONS.into_iter().find(|r| *r == reason).unwrap_or("")
+}
+
 /// The reason of one cause inside an Invalid error's `details.causes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CauseReason {
@@ -116,6 +143,10 @@ pub struct ApiError {
     pub details: Option<Value>,
     /// A continue token offered with an expired list (the Status' `metadata.continue`).
     pub list_continue: Option<String>,
+    /// `Warning` headers raised before the request failed (by admission webhooks): kube-apiserver
+    /// sends them with the error too. A boxed slice: an empty one allocates nothing, and it keeps
+    /// every `Result` carrying the error small.
+    pub warnings: Box<[String]>,
 }
 
 /// Names a resource in messages the way the real server does: `configmaps` or `jobs.batch`.
@@ -143,6 +174,7 @@ impl ApiError {
             message: message.into(),
             details: None,
             list_continue: None,
+            warnings: Box::default(),
         }
     }
 
@@ -322,6 +354,15 @@ impl ApiError {
 
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)
+    }
+
+    /// kube-apiserver's `NewInternalError(err)`: the error as the only cause, prefixed.
+    pub fn internal_error(err: impl std::fmt::Display) -> Self {
+        let err = err.to_string();
+        ApiError {
+            details: Some(json!({"causes": [{"message": err}]})),
+            ..Self::internal(format!("Internal error occurred: {err}"))
+        }
     }
 
     /// The `metav1.Status` body of this error.

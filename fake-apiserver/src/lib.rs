@@ -31,6 +31,7 @@ pub mod semantics;
 pub mod server;
 pub mod store;
 pub mod tls;
+pub mod webhooks;
 
 pub use clock::Clock;
 pub use error::ApiError;

@@ -214,6 +214,10 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         returns_deleted_object: true,
         ..PLAIN
     };
+    static WEBHOOK_CONFIGURATIONS: Behavior = Behavior {
+        decode_defaults: Some(crate::semantics::validation::webhooks::default_configuration),
+        ..PLAIN
+    };
     static PRIORITY_CLASSES: Behavior = Behavior {
         decode_defaults: Some(default_priority_class),
         ..PLAIN
@@ -314,6 +318,10 @@ pub fn behavior_for(group: &str, plural: &str) -> &'static Behavior {
         ("authorization.k8s.io", "selfsubjectaccessreviews") => &SELF_SUBJECT_ACCESS_REVIEW,
         ("authorization.k8s.io", "selfsubjectrulesreviews") => &RULES_REVIEW,
         ("authentication.k8s.io", "selfsubjectreviews") => &SELF_REVIEW,
+        (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
+        ) => &WEBHOOK_CONFIGURATIONS,
         _ => &PLAIN_STATIC,
     }
 }

@@ -6,6 +6,7 @@ mod behavior;
 pub mod bootstrap;
 mod builtin;
 mod crd;
+pub mod render;
 mod version;
 
 use std::collections::{BTreeMap, HashMap};

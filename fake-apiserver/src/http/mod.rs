@@ -12,6 +12,7 @@ mod route;
 mod subresources;
 mod table;
 mod watch;
+mod webhook_targets;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -32,9 +33,11 @@ use crate::faults::{DropWhen, Faults, RequestInfo, Verb};
 use crate::semantics::patch::{PatchKind, unsupported_patch};
 use crate::semantics::rbac::User;
 use crate::semantics::selectors::{FieldSelector, LabelSelector};
+use crate::store::webhook_points::{AdmissionPass, RequestFacts};
 use crate::store::{
     Answer, DeleteOptions, ListOptions, Propagation, Store, Subresource, WriteOptions,
 };
+use crate::webhooks::config::Phase;
 use route::{ResourcePath, Route};
 
 pub use discovery::KUBERNETES_MINOR;
@@ -143,6 +146,7 @@ fn error_response(e: &ApiError) -> Response<ResponseBody> {
         return text_response(404, "404 page not found\n");
     }
     let mut resp = json_response(e.code, &e.to_status());
+    add_warnings(&mut resp, e.warnings.to_vec());
     // kube-apiserver repeats a Status' retryAfterSeconds as the Retry-After header.
     let retry_after = e
         .details
@@ -996,22 +1000,27 @@ fn warn_deprecated(
 }
 
 /// Run a write and answer with its result and a `Warning` header per warning it raised.
-fn written(
+#[allow(clippy::too_many_arguments)]
+async fn written(
     shared: &Shared,
     rt: &ResourceType,
     view: View,
     code: u16,
     mut warnings: Vec<String>,
-    write: impl FnOnce(&mut Store) -> ApiResult<Answer>,
+    admission: Option<RequestFacts>,
+    write: impl Fn(&mut Store) -> ApiResult<Answer>,
 ) -> ApiResult<Response<ResponseBody>> {
-    let result = {
-        let mut store = shared.store();
-        store.take_warnings();
-        let result = write(&mut store);
-        warnings.extend(store.take_warnings());
-        result
+    let (result, raised) = admitted(shared, admission, write).await;
+    warnings.extend(raised);
+    let answer = match result {
+        Ok(answer) => answer,
+        Err(e) => {
+            return Err(ApiError {
+                warnings: warnings.into(),
+                ..e
+            });
+        }
     };
-    let answer = result?;
     let mut resp = match view {
         View::Full => json_bytes_response(code, answer.json(rt)),
         _ => json_response(
@@ -1019,13 +1028,118 @@ fn written(
             &view.object_answer(rt, answer.into_value(rt), shared.clock.now())?,
         ),
     };
+    add_warnings(&mut resp, warnings);
+    Ok(resp)
+}
+
+/// A `Warning` header per warning, each once, in the order raised.
+fn add_warnings(resp: &mut Response<ResponseBody>, warnings: Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
     for w in warnings {
+        if !seen.insert(w.clone()) {
+            continue;
+        }
         let value = format!("299 - {}", serde_json::to_string(&w).unwrap_or_default());
         if let Ok(v) = header::HeaderValue::from_str(&value) {
             resp.headers_mut().append(header::WARNING, v);
         }
     }
-    Ok(resp)
+}
+
+/// How many times one request's write may run: each webhook phase stops it once, and each write
+/// that changes what it was computed from meanwhile once more.
+const MAX_WRITE_RUNS: usize = 16;
+
+/// Run `write` under the store's lock, as often as its admission webhooks need: a run that stops
+/// at a webhook point (store/webhook_points.rs) is followed by the webhooks' calls, without the
+/// lock, and a run with their answers. The warnings are the store's (of the last run) and the
+/// webhooks'.
+async fn admitted<T>(
+    shared: &Shared,
+    facts: Option<RequestFacts>,
+    write: impl Fn(&mut Store) -> ApiResult<T>,
+) -> (ApiResult<T>, Vec<String>) {
+    let mut pass = facts.map(AdmissionPass::new);
+    let mut from_webhooks = Vec::new();
+    for _ in 0..MAX_WRITE_RUNS {
+        let (result, mut raised, ended) = {
+            let mut store = shared.store();
+            store.take_warnings();
+            if let Some(pass) = pass.take() {
+                store.begin_admission(pass);
+            }
+            let result = write(&mut store);
+            (result, store.take_warnings(), store.end_admission())
+        };
+        let Some(mut ended) = ended else {
+            raised.extend(from_webhooks);
+            return (result, raised);
+        };
+        let Some(pending) = ended.take_pending() else {
+            raised.extend(from_webhooks);
+            return (result, raised);
+        };
+        // The run stopped for webhooks: its result is only that.
+        drop(result);
+        let targets = webhook_targets::Targets { shared };
+        match crate::webhooks::dispatch::dispatch(&pending, &ended.request, &targets).await {
+            Ok(outcome) => {
+                from_webhooks.extend(outcome.warnings);
+                let shown = pending
+                    .object
+                    .clone()
+                    .or_else(|| pending.old.clone())
+                    .unwrap_or(Value::Null);
+                match pending.phase {
+                    Phase::Mutating => {
+                        let made = outcome.object.unwrap_or_else(|| shown.clone());
+                        ended.record_mutation(shown, made);
+                    }
+                    Phase::Validating => ended.record_validation(shown),
+                }
+                pass = Some(ended);
+            }
+            Err((e, raised)) => {
+                from_webhooks.extend(raised);
+                return (Err(e), from_webhooks);
+            }
+        }
+    }
+    (
+        Err(ApiError::new(
+            409,
+            "Conflict",
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )),
+        from_webhooks,
+    )
+}
+
+/// The request as admission shows it to webhooks: who asks, the options its query set, dry run.
+fn admission_facts(
+    rt: &Arc<ResourceType>,
+    sub: Subresource,
+    user: &User,
+    query: &Query,
+    dry_run: bool,
+) -> RequestFacts {
+    let mut options = json!({});
+    if dry_run {
+        options["dryRun"] = json!(["All"]);
+    }
+    for field in ["fieldManager", "fieldValidation"] {
+        if let Some(v) = query.get(field).filter(|v| !v.is_empty()) {
+            options[field] = json!(v);
+        }
+    }
+    RequestFacts {
+        rt: rt.clone(),
+        subresource: crate::store::subresource_name(sub).to_string(),
+        user: user.info.clone(),
+        options,
+        delete_options: None,
+        dry_run,
+    }
 }
 
 /// Fields a JSON body names twice: refused under Strict, warned about under Warn (serde keeps the last).
@@ -1143,6 +1257,23 @@ fn delete_options(query: &Query, content_type: &str, body: &[u8]) -> ApiResult<D
             .as_str()
             .map(String::from),
     })
+}
+
+/// The DeleteOptions as admission shows them: the body's (already checked), typed.
+fn delete_options_object(content_type: &str, body: &[u8], dry_run: bool) -> Value {
+    let mut options = match body.iter().all(u8::is_ascii_whitespace) {
+        true => json!({}),
+        false => delete_options_body(content_type, body).unwrap_or_else(|_| json!({})),
+    };
+    if !options.is_object() {
+        options = json!({});
+    }
+    options["kind"] = json!("DeleteOptions");
+    options["apiVersion"] = json!("meta.k8s.io/v1");
+    if dry_run {
+        options["dryRun"] = json!(["All"]);
+    }
+    options
 }
 
 /// A DeleteOptions body decoded as kube-apiserver decodes it, errors in its words.
@@ -1396,9 +1527,11 @@ async fn serve_found(
             check_kind(shared.store().catalog(), &rt, &obj, body)?;
             let opts = write(Some(&obj), "CreateOptions")?;
             let warnings = duplicates(&rt, &twice, &opts)?;
-            written(shared, &rt, view, 201, warnings, |store| {
-                store.create_answer(&rt, &ns, obj, &opts)
+            let facts = admission_facts(&rt, sub, user, query, opts.dry_run);
+            written(shared, &rt, view, 201, warnings, Some(facts), |store| {
+                store.create_answer(&rt, &ns, obj.clone(), &opts)
             })
+            .await
         }
         (&Method::PUT, Some(name)) => {
             let (obj, twice) = decode_body(&rt, content_type, body)?;
@@ -1408,9 +1541,11 @@ async fn serve_found(
             }
             let opts = write(Some(&obj), "UpdateOptions")?;
             let warnings = duplicates(&rt, &twice, &opts)?;
-            written(shared, &rt, view, 200, warnings, |store| {
-                store.update_answer(&rt, &ns, &name, obj, sub, &opts)
+            let facts = admission_facts(&rt, sub, user, query, opts.dry_run);
+            written(shared, &rt, view, 200, warnings, Some(facts), |store| {
+                store.update_answer(&rt, &ns, &name, obj.clone(), sub, &opts)
             })
+            .await
         }
         (&Method::PATCH, Some(name)) => {
             let kind = PatchKind::from_content_type(content_type)
@@ -1422,18 +1557,21 @@ async fn serve_found(
                 let exists = shared.store().get(&rt, &ns, &name).is_ok();
                 let force = query.flag("force");
                 let applied = crate::store::read_applied(body);
+                let facts = admission_facts(&rt, sub, user, query, opts.dry_run);
                 return written(
                     shared,
                     &rt,
                     view,
                     if exists { 200 } else { 201 },
                     Vec::new(),
+                    Some(facts),
                     |store| {
                         store
-                            .server_side_apply(&rt, &ns, &name, applied, force, sub, &opts)
+                            .server_side_apply(&rt, &ns, &name, applied.clone(), force, sub, &opts)
                             .map(Answer::Uncommitted)
                     },
-                );
+                )
+                .await;
             }
             if query.flag("force") {
                 return Err(ApiError::invalid(
@@ -1450,17 +1588,37 @@ async fn serve_found(
             if serde_json::from_slice::<Value>(body).is_err() {
                 return Err(ApiError::bad_request("invalid JSON patch"));
             }
-            written(shared, &rt, view, 200, Vec::new(), |store| {
+            let facts = admission_facts(&rt, sub, user, query, opts.dry_run);
+            written(shared, &rt, view, 200, Vec::new(), Some(facts), |store| {
                 store.patch_answer(&rt, &ns, &name, kind, body, sub, &opts)
             })
+            .await
         }
         (&Method::DELETE, Some(name)) if sub == Subresource::Main => {
             let opts = delete_options(query, content_type, body)?;
+            let facts = RequestFacts {
+                delete_options: Some(delete_options_object(content_type, body, opts.dry_run)),
+                ..admission_facts(&rt, sub, user, query, opts.dry_run)
+            };
+            let (deleted, warnings) = admitted(shared, Some(facts), |store| {
+                store.delete(&rt, &ns, &name, &opts)
+            })
+            .await;
             // The real server answers 200 even when finalizers keep the object.
             let (crate::store::Deleted::Pending(obj) | crate::store::Deleted::Gone(obj)) =
-                shared.store().delete(&rt, &ns, &name, &opts)?;
+                match deleted {
+                    Ok(deleted) => deleted,
+                    Err(e) => {
+                        return Err(ApiError {
+                            warnings: warnings.into(),
+                            ..e
+                        });
+                    }
+                };
             let answer = view.object_answer(&rt, obj, shared.clock.now())?;
-            Ok(json_response(200, &answer))
+            let mut resp = json_response(200, &answer);
+            add_warnings(&mut resp, warnings);
+            Ok(resp)
         }
         // Namespaces are deleted one by one: kube-apiserver serves no deletecollection for them.
         (&Method::DELETE, None)

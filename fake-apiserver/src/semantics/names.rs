@@ -251,6 +251,18 @@ pub fn generate_name_suffix(rng: &mut impl FnMut(usize) -> usize) -> String {
         .collect()
 }
 
+/// A version 4 UUID made of 16 random bytes, as uids are written.
+pub fn uuid_from(b: [u8; 16]) -> String {
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+        u16::from_be_bytes([b[4], b[5]]),
+        u16::from_be_bytes([b[6], b[7]]) & 0x0fff,
+        (u16::from_be_bytes([b[8], b[9]]) & 0x3fff) | 0x8000,
+        u64::from_be_bytes([0, 0, b[10], b[11], b[12], b[13], b[14], b[15]]),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

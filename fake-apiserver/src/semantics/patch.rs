@@ -58,7 +58,7 @@ pub fn ensure_supported(kind: PatchKind, custom_resource: bool) -> ApiResult<()>
 }
 
 /// Go's word for the JSON type of `v`, as `encoding/json` names it in an `UnmarshalTypeError`.
-fn go_type(v: &Value) -> &'static str {
+pub(crate) fn go_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",
@@ -103,7 +103,7 @@ pub fn apply_patch(
         PatchKind::Json => {
             let ops = decode_json_patch(&patch)?;
             for op in ops {
-                json_patch_op(&mut doc, op).ok_or_else(patch_rejected)?;
+                json_patch_op(&mut doc, op).map_err(|_| patch_rejected())?;
             }
         }
         PatchKind::Merge => match &patch {
@@ -245,48 +245,143 @@ fn decode_json_patch(patch: &Value) -> ApiResult<Vec<JsonPatchOp<'_>>> {
     Ok(ops)
 }
 
-/// Apply one operation the way evanphx/json-patch v4 (kube-apiserver's) does; `None` when it
-/// does not apply. Its quirks are kept: `replace` of a missing key adds it, `copy` from a missing
-/// key copies null, a path is split on `/` after dropping whatever precedes the first one, and
-/// negative array indices count from the end.
-fn json_patch_op(doc: &mut Value, op: JsonPatchOp<'_>) -> Option<()> {
-    match op.op? {
+/// Apply one operation the way evanphx/json-patch v4 (kube-apiserver's) does; when it does not
+/// apply, the library's own words (a webhook's patch fails with them; a PATCH request leaves them
+/// out). Its quirks are kept: `replace` of a missing key adds it, `copy` from a missing key copies
+/// null, a path is split on `/` after dropping whatever precedes the first one, and negative
+/// array indices count from the end.
+fn json_patch_op(doc: &mut Value, op: JsonPatchOp<'_>) -> Result<(), String> {
+    let kind = op.op.unwrap_or("unknown");
+    let path = || {
+        op.path.ok_or(format!(
+            "{kind} operation failed to decode path: missing value"
+        ))
+    };
+    let from = || {
+        op.from.ok_or(format!(
+            "{kind} operation failed to decode from: operation, missing from field: missing value"
+        ))
+    };
+    // What a container says of a key it cannot reach.
+    let unreachable = |parent: &Value, key: &str| match parent {
+        Value::Array(_) => {
+            format!("Unable to access invalid index: {key}: invalid index referenced")
+        }
+        _ => format!("Unable to remove nonexistent key: {key}: missing value"),
+    };
+    match kind {
         "add" => {
-            let (parent, key) = parent_of(doc, op.path?)?;
+            let path = path()?;
+            let (parent, key) = parent_of(doc, path).ok_or_else(|| {
+                format!(
+                    "add operation does not apply: doc is missing path: \"{path}\": missing value"
+                )
+            })?;
+            let why = unreachable(parent, &key);
             add(parent, &key, op.value)
+                .ok_or_else(|| format!("error in add for path: '{path}': {why}"))
         }
         "remove" => {
-            let (parent, key) = parent_of(doc, op.path?)?;
-            remove(parent, &key).map(drop)
+            let path = path()?;
+            let (parent, key) = parent_of(doc, path).ok_or_else(|| {
+                format!("remove operation does not apply: doc is missing path: \"{path}\": missing value")
+            })?;
+            let why = unreachable(parent, &key);
+            remove(parent, &key)
+                .map(drop)
+                .ok_or_else(|| format!("error in remove for path: '{path}': {why}"))
         }
         "replace" => {
-            let (parent, key) = parent_of(doc, op.path?)?;
-            get(parent, &key)?;
+            let path = op.path.ok_or_else(|| {
+                "replace operation failed to decode path: operation missing path field: missing value"
+                    .to_string()
+            })?;
+            let (parent, key) = parent_of(doc, path).ok_or_else(|| {
+                format!(
+                    "replace operation does not apply: doc is missing path: {path}: missing value"
+                )
+            })?;
+            get(parent, &key).ok_or_else(|| {
+                format!(
+                    "replace operation does not apply: doc is missing key: {path}: missing value"
+                )
+            })?;
+            let why = unreachable(parent, &key);
             set(parent, &key, op.value)
+                .ok_or_else(|| format!("error in remove for path: '{path}': {why}"))
         }
         "move" => {
-            let (parent, key) = parent_of(doc, op.from?)?;
-            get(parent, &key)?;
-            let value = remove(parent, &key)?;
-            let (parent, key) = parent_of(doc, op.path?)?;
+            let from = from()?;
+            let (parent, key) = parent_of(doc, from).ok_or_else(|| {
+                format!(
+                    "move operation does not apply: doc is missing from path: {from}: missing value"
+                )
+            })?;
+            let why = unreachable(parent, &key);
+            get(parent, &key).ok_or_else(|| format!("error in move for path: '{key}': {why}"))?;
+            let value = remove(parent, &key)
+                .ok_or_else(|| format!("error in move for path: '{key}': {why}"))?;
+            let path = path()?;
+            let (parent, key) = parent_of(doc, path).ok_or_else(|| {
+                format!("move operation does not apply: doc is missing destination path: {path}: missing value")
+            })?;
+            let why = unreachable(parent, &key);
             add(parent, &key, value)
+                .ok_or_else(|| format!("error in move for path: '{path}': {why}"))
         }
         "copy" => {
-            let (parent, key) = parent_of(doc, op.from?)?;
-            let value = get(parent, &key)?.cloned().unwrap_or(Value::Null);
-            let (parent, key) = parent_of(doc, op.path?)?;
+            let from = from()?;
+            let (parent, key) = parent_of(doc, from).ok_or_else(|| {
+                format!(
+                    "copy operation does not apply: doc is missing from path: {from}: missing value"
+                )
+            })?;
+            let why = unreachable(parent, &key);
+            let value = get(parent, &key)
+                .ok_or_else(|| format!("error in copy for from: '{from}': {why}"))?
+                .cloned()
+                .unwrap_or(Value::Null);
+            let path = path()?;
+            let (parent, key) = parent_of(doc, path).ok_or_else(|| {
+                format!("copy operation does not apply: doc is missing destination path: {path}: missing value")
+            })?;
+            let why = unreachable(parent, &key);
             add(parent, &key, value)
+                .ok_or_else(|| format!("error while adding value during copy: {why}"))
         }
         "test" => {
-            let (parent, key) = parent_of(doc, op.path?)?;
-            match (get(parent, &key)?, &op.value) {
-                (None, Value::Null) => Some(()),
-                (Some(found), wanted) if found == wanted => Some(()),
-                _ => None,
+            let path = op.path.ok_or_else(|| {
+                "test operation failed to decode path: operation missing path field: missing value"
+                    .to_string()
+            })?;
+            let failed = || format!("testing value {path} failed: test failed");
+            let (parent, key) = parent_of(doc, path).ok_or_else(|| {
+                format!("test operation does not apply: is missing path: {path}: missing value")
+            })?;
+            let why = unreachable(parent, &key);
+            match (
+                get(parent, &key)
+                    .ok_or_else(|| format!("error in test for path: '{path}': {why}"))?,
+                &op.value,
+            ) {
+                (None, Value::Null) => Ok(()),
+                (Some(found), wanted) if found == wanted => Ok(()),
+                _ => Err(failed()),
             }
         }
-        _ => None,
+        _ => Err(format!("Unexpected kind: {kind}")),
     }
+}
+
+/// Apply a JSON patch (RFC 6902) to a copy of `target` as evanphx/json-patch v4 does: what an
+/// admission webhook's `JSONPatch` answer makes of the object. The error is the library's.
+pub fn apply_json_patch(target: &Value, patch: &Value) -> Result<Value, String> {
+    let ops = decode_json_patch(patch).map_err(|e| e.message)?;
+    let mut doc = target.clone();
+    for op in ops {
+        json_patch_op(&mut doc, op)?;
+    }
+    Ok(doc)
 }
 
 fn unescape(token: &str) -> String {

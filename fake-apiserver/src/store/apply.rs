@@ -62,7 +62,7 @@ impl ListTypes for KindLists<'_> {
     }
 }
 
-fn subresource_name(sub: Subresource) -> &'static str {
+pub(crate) fn subresource_name(sub: Subresource) -> &'static str {
     match sub {
         Subresource::Status => "status",
         // A namespace's /finalize writes get an entry of their own, as on kube-apiserver.

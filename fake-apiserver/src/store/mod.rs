@@ -11,6 +11,7 @@ mod scale;
 mod stored;
 mod subresources;
 mod watch;
+pub mod webhook_points;
 mod write;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -291,6 +292,11 @@ pub struct Store {
     warnings: Vec<String>,
     /// What the bootstrap data, the root CA publisher and the token signer keep.
     extras: subresources::Extras,
+    /// The admission of the request whose write runs now (webhook_points.rs); `None` for the
+    /// server's own writes.
+    admission: Option<webhook_points::AdmissionPass>,
+    /// The server's clock, while a request's write runs on the stopped clock of its admission.
+    running_clock: Option<Clock>,
 }
 
 impl Store {
@@ -315,6 +321,8 @@ impl Store {
             next_cluster_ip: 1,
             warnings: Vec::new(),
             extras,
+            admission: None,
+            running_clock: None,
         };
         store.bootstrap();
         store
@@ -373,15 +381,7 @@ impl Store {
     }
 
     fn new_uid(&mut self) -> String {
-        let b: [u8; 16] = self.rng.random();
-        format!(
-            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-            u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-            u16::from_be_bytes([b[4], b[5]]),
-            u16::from_be_bytes([b[6], b[7]]) & 0x0fff,
-            (u16::from_be_bytes([b[8], b[9]]) & 0x3fff) | 0x8000,
-            u64::from_be_bytes([0, 0, b[10], b[11], b[12], b[13], b[14], b[15]]),
-        )
+        crate::semantics::names::uuid_from(self.rng.random())
     }
 
     fn key(rt: &ResourceType, ns: &str, name: &str) -> ObjKey {
@@ -484,45 +484,5 @@ impl Store {
     }
 }
 
-/// The object as a client of `rt`'s version sees it.
-pub fn render(rt: &ResourceType, stored: &Value) -> Value {
-    render_ref(rt, stored).into_owned()
-}
-
-/// [`render`], borrowing the stored object when it already is what a client sees: stored in this
-/// version, with every schema default in place (as writes leave it, unless the CRD changed since).
-pub fn render_ref<'a>(rt: &ResourceType, stored: &'a Value) -> std::borrow::Cow<'a, Value> {
-    if rt.behavior.convert.is_none()
-        && stored.get("apiVersion").and_then(Value::as_str) == Some(rt.api_version().as_str())
-        && stored.get("kind").and_then(Value::as_str) == Some(rt.kind.as_str())
-        && rt
-            .structural
-            .as_ref()
-            .is_none_or(|schema| !schema.needs_defaults(stored))
-    {
-        return std::borrow::Cow::Borrowed(stored);
-    }
-    std::borrow::Cow::Owned(render_owned(rt, stored))
-}
-
-fn render_owned(rt: &ResourceType, stored: &Value) -> Value {
-    let mut out = match rt.behavior.convert {
-        Some(c) => (c.from_storage)(stored),
-        None => stored.clone(),
-    };
-    let converted = out.get("apiVersion").and_then(Value::as_str) != Some(&rt.api_version());
-    out["apiVersion"] = json!(rt.api_version());
-    out["kind"] = json!(rt.kind);
-    if let Some(schema) = &rt.structural {
-        if converted {
-            // Another version's object: apiextensions-apiserver prunes what this version's schema
-            // does not know (its defaults are those of the stored version, applied on write).
-            schema.prune(&mut out);
-        } else {
-            // Like the real server, schema defaults also apply on read: objects stored before a
-            // default was added to the CRD show it.
-            schema.apply_defaults(&mut out);
-        }
-    }
-    out
-}
+pub use crate::catalog::render::{render, render_ref};
+pub(crate) use apply::subresource_name;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::webhook_points::Operation;
 use super::{
     Answer, ChangeType, DeleteOptions, FieldValidation, ListOptions, ObjKey, Propagation, Store,
     Stored, Subresource, WriteOptions, render,
@@ -298,7 +299,8 @@ impl Store {
         if let Some(defaults) = rt.behavior.decode_defaults {
             defaults(&mut obj);
         }
-        if obj["metadata"]["name"].as_str().unwrap_or("").is_empty()
+        let generated_name = obj["metadata"]["name"].as_str().unwrap_or("").is_empty();
+        if generated_name
             && let Some(prefix) = obj["metadata"]["generateName"]
                 .as_str()
                 .filter(|p| !p.is_empty())
@@ -312,30 +314,6 @@ impl Store {
         }
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
         validation::prepare(&rt.group, &rt.kind, &mut obj, None);
-        let mut causes = validate_metadata(&obj, rt.behavior.name_rule);
-        causes.extend(validation::validate(
-            &rt.group,
-            &rt.kind,
-            &obj,
-            None,
-            &mut self.objects_of(rt),
-        ));
-        causes.extend(pod_spec::validate(&rt.group, &rt.kind, &obj));
-        if let Some(schema) = &rt.structural {
-            causes.extend(schema.validate(&obj, None));
-        }
-        causes.extend(super::scale::replicas_causes(rt, &obj));
-        if !causes.is_empty() {
-            return Err(Self::invalid(rt, &obj, causes));
-        }
-        self.namespace_check(rt, ns, &name)?;
-        let key = Store::key(rt, ns, &name);
-        if self.objects.contains_key(&key) {
-            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
-        }
-        if rt.behavior.lifecycle == Lifecycle::CustomResourceDefinition {
-            self.check_crd(&obj)?;
-        }
         let uid = self.new_uid();
         if let Some(meta) = obj["metadata"].as_object_mut() {
             for server_owned in [
@@ -364,8 +342,8 @@ impl Store {
         {
             m.remove("status");
         }
+        let mut next_ip = self.next_cluster_ip;
         if let Some(defaults) = rt.behavior.defaults {
-            let mut next_ip = self.next_cluster_ip;
             defaults(
                 &mut obj,
                 &mut crate::catalog::DefaultCtx {
@@ -374,19 +352,46 @@ impl Store {
                     next_cluster_ip: &mut next_ip,
                 },
             );
-            if !opts.dry_run {
-                self.next_cluster_ip = next_ip;
-            }
         }
         self.record_manager(rt, None, &mut obj, &opts.field_manager, Subresource::Main);
         // The status the registry sets is no writer's.
         if rt.behavior.lifecycle == Lifecycle::CustomResourceDefinition {
             obj["status"] = crate::catalog::crd_created_status(&obj);
         }
+        // Admission, then validation: the built-in plugins, the mutating webhooks (which may
+        // make an invalid object valid), validation, the validating webhooks.
         self.admit(rt, None, &mut obj)?;
+        self.mutating_point(rt, Operation::Create, None, &mut obj, generated_name)?;
+        let mut causes = validate_metadata(&obj, rt.behavior.name_rule);
+        causes.extend(validation::validate(
+            &rt.group,
+            &rt.kind,
+            &obj,
+            None,
+            &mut self.objects_of(rt),
+        ));
+        causes.extend(pod_spec::validate(&rt.group, &rt.kind, &obj));
+        if let Some(schema) = &rt.structural {
+            causes.extend(schema.validate(&obj, None));
+        }
+        causes.extend(super::scale::replicas_causes(rt, &obj));
+        if !causes.is_empty() {
+            return Err(Self::invalid(rt, &obj, causes));
+        }
+        self.namespace_check(rt, ns, &name)?;
+        let key = Store::key(rt, ns, &name);
+        if self.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+        }
+        if rt.behavior.lifecycle == Lifecycle::CustomResourceDefinition {
+            self.check_crd(&obj)?;
+        }
+        self.validating_point(rt, Operation::Create, None, Some(&obj))?;
         if opts.dry_run {
             return Ok(Answer::Uncommitted(render(rt, &obj)));
         }
+        self.next_cluster_ip = next_ip;
+        self.admission_over();
         let change = self.commit_change(key.clone(), obj, ChangeType::Added);
         self.after_write(&key, &change.object);
         self.settle();
@@ -607,7 +612,7 @@ impl Store {
 
     /// The object an update produces: the subresource split, server-owned metadata kept.
     fn merge_update(
-        &self,
+        &mut self,
         rt: &ResourceType,
         old: &Value,
         incoming: Value,
@@ -714,6 +719,8 @@ impl Store {
                 ));
             }
         }
+        // The mutating webhooks see the merged object, and validation what they made of it.
+        self.mutating_point(rt, Operation::Update, Some(old), &mut new, false)?;
         if sub == Subresource::Main {
             validation::prepare(&rt.group, &rt.kind, &mut new, Some(old));
         }
@@ -775,12 +782,17 @@ impl Store {
     ) -> ApiResult<Answer> {
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
         if &new == old {
+            // Admitted all the same: kube-apiserver finds the write changes nothing only when it
+            // stores it.
+            self.validating_point(rt, Operation::Update, Some(old), Some(&new))?;
             return Ok(Answer::Uncommitted(render(rt, old)));
         }
         self.record_manager(rt, Some(old), &mut new, &opts.field_manager, sub);
+        self.validating_point(rt, Operation::Update, Some(old), Some(&new))?;
         if opts.dry_run {
             return Ok(Answer::Uncommitted(render(rt, &new)));
         }
+        self.admission_over();
         if is_deleting(&new) && removable(&new) {
             // As kube-apiserver: the update is never stored; the object is deleted as it was last
             // stored (watchers see that state) and the answer is the update at the previous
@@ -881,6 +893,9 @@ impl Store {
                 ));
             }
         }
+        // Webhooks are shown the object the delete removes (mutating ones may not change it).
+        self.delete_mutating_point(rt, &old)?;
+        self.validating_point(rt, Operation::Delete, Some(&*old), None)?;
         if opts.dry_run {
             let (marked, removed) = self.marked_for_deletion(&key, &old, opts.propagation);
             return Ok(match marked {
@@ -893,6 +908,7 @@ impl Store {
                 _ => Deleted::Gone(success_status(&rt.group, &rt.plural, name, &uid)),
             });
         }
+        self.admission_over();
         let had_finalizers = !finalizers(&old).is_empty();
         let result = self.delete_key_with(&key, opts.propagation);
         let deleted_at = self.rv;

@@ -20,3 +20,5 @@ mod tcp;
 mod validation;
 mod watch_fanout;
 mod watch_list;
+mod webhook_server;
+mod webhooks;

@@ -656,3 +656,63 @@ fn lower_first(s: &str) -> String {
         None => String::new(),
     }
 }
+
+/// A CEL expression of admission (a webhook's `matchConditions` entry), compiled once and
+/// evaluated on untyped JSON variables (`object`, `oldObject`, `request`), as admission sees them.
+#[derive(Debug)]
+pub struct AdmissionExpression {
+    program: Program,
+}
+
+impl AdmissionExpression {
+    /// Compiles `text`; the error is the CEL compiler's.
+    pub fn compile(text: &str) -> Result<Self, String> {
+        Program::compile(text)
+            .map(|program| AdmissionExpression { program })
+            .map_err(|e| e.to_string())
+    }
+
+    /// Evaluates to a bool; an evaluation error, or a result of another type, is the error.
+    pub fn evaluate_bool(&self, vars: &[(&str, &Value)]) -> Result<bool, String> {
+        CONTEXT.with(|ctx| {
+            let mut scope = ctx.new_inner_scope();
+            for (name, value) in vars {
+                scope.add_variable_from_value(*name, to_cel(ctx, None, value));
+            }
+            match self.program.execute(&scope) {
+                Ok(Cel::Bool(b)) => Ok(b),
+                Ok(other) => Err(format!(
+                    "expression must evaluate to bool, got {}",
+                    cel_type_name(&other)
+                )),
+                Err(e) => Err(cel_go_error(&e)),
+            }
+        })
+    }
+}
+
+/// An evaluation error in cel-go's words, where they differ from the interpreter's.
+fn cel_go_error(e: &kube_cel::cel::ExecutionError) -> String {
+    use kube_cel::cel::ExecutionError as E;
+    match e {
+        E::NoSuchKey(key) => format!("no such key: {key}"),
+        E::NoSuchOverload => "no such overload".to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The CEL type of a value, as cel-go names it in errors.
+fn cel_type_name(v: &Cel) -> &'static str {
+    match v {
+        Cel::Null => "null_type",
+        Cel::Bool(_) => "bool",
+        Cel::Int(_) => "int",
+        Cel::UInt(_) => "uint",
+        Cel::Float(_) => "double",
+        Cel::String(_) => "string",
+        Cel::Bytes(_) => "bytes",
+        Cel::List(_) => "list",
+        Cel::Map(_) => "map",
+        _ => "unknown",
+    }
+}

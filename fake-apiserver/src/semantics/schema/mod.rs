@@ -3,6 +3,7 @@
 //! following the real apiextensions-apiserver.
 
 mod cel;
+pub use cel::AdmissionExpression;
 mod defaults;
 mod formats;
 mod prune;

@@ -13,6 +13,7 @@ mod node;
 mod pod;
 mod scheduling;
 mod service;
+pub mod webhooks;
 mod workloads;
 
 use std::collections::BTreeMap;
@@ -63,6 +64,11 @@ pub fn validate(
         ("Job", _) if group == "batch" => workloads::job(obj, old),
         ("Service", _) if group.is_empty() => service::service(obj, old, same_kind),
         ("Pod", Some(old)) if group.is_empty() => pod::update(obj, old),
+        ("MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration", _)
+            if group == "admissionregistration.k8s.io" =>
+        {
+            webhooks::configuration(obj)
+        }
         _ => Vec::new(),
     }
 }

@@ -18,7 +18,7 @@ use kube::api::{
 use kube::discovery::Discovery;
 use serde_json::{Value, json};
 
-use super::{EVENTUALLY, Env, Raw, api_err, assert_status, dual};
+use super::{EVENTUALLY, Env, Raw, api_err, assert_status, dual, eventually};
 
 dual!(
     a_crd_is_established_and_its_kind_is_served_and_discovered,
@@ -178,27 +178,6 @@ fn causes(raw: &Raw) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Poll `probe` until it holds, at most [`EVENTUALLY`]: for effects the real server gives no
-/// watchable sign of (a CRD's new schema reaching its handler, a deleted group leaving the
-/// router). Bounded, and instant on the fake.
-async fn eventually<F, Fut>(what: &str, mut probe: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
-    let found = tokio::time::timeout(EVENTUALLY, async {
-        loop {
-            tick.tick().await;
-            if probe().await {
-                return;
-            }
-        }
-    })
-    .await;
-    assert!(found.is_ok(), "{what}: not within {EVENTUALLY:?}");
 }
 
 // --- registration -------------------------------------------------------------------------------

@@ -69,10 +69,32 @@ mod tables_discovery;
 mod validation;
 mod validation_builtin;
 pub(crate) mod watch_list;
+mod webhooks;
 
 /// How long an asynchronous effect may take on the real server (the garbage collector and the
 /// namespace controller run on informers, usually well under a second).
 pub const EVENTUALLY: Duration = Duration::from_secs(60);
+
+/// Poll `probe` until it holds, at most [`EVENTUALLY`]: for effects the real server gives no
+/// watchable sign of (a CRD's new schema reaching its handler, a deleted group leaving the
+/// router). Bounded, and instant on the fake.
+pub async fn eventually<F, Fut>(what: &str, mut probe: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let found = tokio::time::timeout(EVENTUALLY, async {
+        loop {
+            tick.tick().await;
+            if probe().await {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(found.is_ok(), "{what}: not within {EVENTUALLY:?}");
+}
 
 /// Which API server a test talks to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
