@@ -15,6 +15,21 @@ use e2e::backend::{Backend, RealOutcome, Session, blocker};
 use e2e::scenario::load;
 use rstest::rstest;
 
+/// Held by each test that runs a scenario on the shared control plane. Scenarios name their
+/// cluster-scoped objects plainly (ResourceFlavor `spot` is in several), so two on one cluster at
+/// once take each other's objects away when they clean up, as they would for two users of one
+/// cluster. (A CI run failed so: the kind test's clean-up deleted the flavor `update-conflict` had
+/// just made.)
+static ONE_SCENARIO_AT_A_TIME_ON_THE_SHARED_CLUSTER: std::sync::Mutex<()> =
+    std::sync::Mutex::new(());
+
+fn shared_cluster_turn() -> std::sync::MutexGuard<'static, ()> {
+    // A test that panicked while holding it has cleaned up what it could; the next may go on.
+    ONE_SCENARIO_AT_A_TIME_ON_THE_SHARED_CLUSTER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -133,6 +148,7 @@ fn the_kind_backend_creates_runs_collects_and_deletes() {
         };
         cp
     };
+    let _turn = shared_cluster_turn();
     let tmp = tempfile::tempdir().expect("tempdir");
     let bin = stand_in(tmp.path());
     let log = tmp.path().join("kind-args.log");
@@ -199,6 +215,7 @@ fn the_kubeconfig_backend_runs_on_a_cluster_and_takes_away_what_it_made() {
     let Some(cp) = rt.block_on(control_plane::testing::shared()) else {
         return;
     };
+    let _turn = shared_cluster_turn();
     let tmp = tempfile::tempdir().expect("tempdir");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_scenarios"))
         .arg("--kubeconfig")
