@@ -24,6 +24,7 @@
 
 pub mod catalog;
 pub mod clock;
+pub mod envtest;
 pub mod error;
 pub mod faults;
 pub mod http;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Parser;
+use fake_apiserver::envtest::Role;
 use fake_apiserver::{FakeApiServer, Security};
 
 /// An in-process fake Kubernetes API server, served over TCP.
@@ -13,6 +14,10 @@ use fake_apiserver::{FakeApiServer, Security};
 /// Prints the bound address on stdout, writes a kubeconfig for kubectl and kube-rs (readable by
 /// its owner only), and runs until SIGINT or SIGTERM. By default it serves plain HTTP without
 /// authentication on loopback; `--tls` and `--token` lock it.
+///
+/// Started under the name `kube-apiserver` or `etcd` (a link to this binary, as
+/// `cargo xtask envtest-assets` makes for envtest), it takes those programs' flags instead: see
+/// `kube-apiserver --help`.
 #[derive(Parser)]
 #[command(name = "fake-apiserver", version)]
 struct Args {
@@ -48,6 +53,15 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
+    let argv0 = std::env::args().next().unwrap_or_default();
+    match Role::from_program_name(&argv0) {
+        Role::KubeApiServer => as_kube_apiserver().await,
+        Role::Etcd => as_etcd().await,
+        Role::FakeApiServer => as_itself().await,
+    }
+}
+
+async fn as_itself() -> anyhow::Result<()> {
     let args = Args::parse();
     let stop = stop_signal()?;
     let ip = args.listen.ip();
@@ -82,6 +96,7 @@ async fn main() -> anyhow::Result<()> {
             ),
             false => None,
         },
+        ..Security::default()
     };
     let tcp = server.serve(args.listen, security).await?;
     tcp.write_kubeconfig(&args.kubeconfig_out)
@@ -99,6 +114,77 @@ async fn main() -> anyhow::Result<()> {
     );
     stop.await?;
     tcp.shutdown().await;
+    std::process::exit(0);
+}
+
+/// The flags after the program's name, or `None` when they ask for help (printed then).
+fn flags_or_help(help: fn() -> String) -> Option<Vec<String>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{}", help());
+        return None;
+    }
+    Some(args)
+}
+
+/// Started as `kube-apiserver` (by envtest, from a `KUBEBUILDER_ASSETS` folder): serves HTTPS on
+/// the flags' address with their certificates, until SIGINT or SIGTERM.
+async fn as_kube_apiserver() -> anyhow::Result<()> {
+    use fake_apiserver::envtest::kube_apiserver;
+    let Some(args) = flags_or_help(kube_apiserver::help) else {
+        return Ok(());
+    };
+    let stop = stop_signal()?;
+    let config = match kube_apiserver::config(&args) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!(
+                "Error: {e}\n(this is Tollgate's fake standing in for kube-apiserver: --help lists the flags it takes)"
+            );
+            std::process::exit(1);
+        }
+    };
+    if !config.not_acted_on.is_empty() {
+        eprintln!(
+            "fake kube-apiserver: accepted and not acted on: {}",
+            config.not_acted_on.join(" ")
+        );
+    }
+    if let Some(cert) = &config.wrote_certificate {
+        eprintln!(
+            "fake kube-apiserver: wrote a self-signed serving certificate to {}",
+            cert.display()
+        );
+    }
+    let server = FakeApiServer::builder().build()?;
+    let tcp = server.serve(config.addr, config.security).await?;
+    eprintln!("fake kube-apiserver: serving {}", tcp.url());
+    stop.await?;
+    tcp.shutdown().await;
+    std::process::exit(0);
+}
+
+/// Started as `etcd` (by envtest): answers `/health` on the client URLs until SIGINT or SIGTERM.
+async fn as_etcd() -> anyhow::Result<()> {
+    use fake_apiserver::envtest::etcd;
+    let Some(args) = flags_or_help(etcd::help) else {
+        return Ok(());
+    };
+    let stop = stop_signal()?;
+    let served = match etcd::client_addresses(&args) {
+        Ok(addrs) => etcd::serve_health(&addrs).await.map(|()| addrs),
+        Err(e) => Err(e),
+    };
+    match served {
+        Ok(addrs) => eprintln!("fake etcd: answering /health on {addrs:?}"),
+        Err(e) => {
+            eprintln!(
+                "Error: {e}\n(this is Tollgate's fake standing in for etcd: --help lists the flags it takes)"
+            );
+            std::process::exit(1);
+        }
+    }
+    stop.await?;
     std::process::exit(0);
 }
 

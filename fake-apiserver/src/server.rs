@@ -56,11 +56,20 @@ pub enum StartError {
 /// use, which is why endpoints bind loopback unless told otherwise.
 #[derive(Debug, Clone, Default)]
 pub struct Security {
-    /// Serve HTTPS, with a certificate made at start and signed by the cluster's root CA.
+    /// Serve HTTPS: with `serving`'s certificate if given, else one made at start and signed by
+    /// the cluster's root CA.
     pub tls: bool,
+    /// The serving certificate and key to present (kube-apiserver's `--tls-cert-file`).
+    pub serving: Option<crate::tls::ServingPem>,
+    /// Take client certificates that chain to this CA bundle (PEM) as their subject's user
+    /// (kube-apiserver's `--client-ca-file`). Needs `tls`.
+    pub client_ca: Option<Vec<u8>>,
     /// Require `Authorization: Bearer <token>` with this token (or a ServiceAccount token this
     /// server issued); anything else gets a 401 `Status`.
     pub token: Option<String>,
+    /// Take a request that no certificate or token authenticates as `system:anonymous`, as
+    /// kube-apiserver does by default, instead of answering 401; RBAC then decides.
+    pub anonymous: bool,
 }
 
 impl Security {
@@ -69,7 +78,13 @@ impl Security {
         Ok(Security {
             tls: true,
             token: Some(crate::http::auth::generate_token()?),
+            ..Security::default()
         })
+    }
+
+    /// Whether requests must prove who they are (else every request is the admin's).
+    fn authenticates(&self) -> bool {
+        self.token.is_some() || self.client_ca.is_some() || self.anonymous
     }
 }
 
@@ -186,6 +201,7 @@ impl FakeApiServer {
         ApiService {
             shared: self.shared.clone(),
             auth: None,
+            peer: None,
         }
     }
 
@@ -269,13 +285,18 @@ impl FakeApiServer {
         addr: SocketAddr,
         security: Security,
     ) -> Result<TcpServer, StartError> {
-        let tls = match security.tls {
-            true => Some(
-                crate::tls::serving(addr.ip())
-                    .map_err(|source| StartError::Tls { addr, source })?,
-            ),
-            false => None,
+        let client_ca = security.client_ca.as_deref();
+        let tls = match (&security.serving, security.tls) {
+            (Some(given), true) => Some(crate::tls::from_pem(given, client_ca)),
+            (None, true) => Some(crate::tls::serving(addr.ip(), client_ca)),
+            (_, false) if client_ca.is_some() => Some(Err(crate::tls::TlsError::ClientCa(
+                "client certificates need HTTPS".into(),
+            ))),
+            (_, false) => None,
         };
+        let tls = tls
+            .transpose()
+            .map_err(|source| StartError::Tls { addr, source })?;
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| StartError::Bind { addr, source })?;
@@ -284,16 +305,18 @@ impl FakeApiServer {
             .map_err(|source| StartError::Bind { addr, source })?;
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut service = self.service();
-        service.auth = security
-            .token
-            .clone()
-            .map(|t| Arc::new(crate::http::auth::Authenticator::new(t)));
+        service.auth = security.authenticates().then(|| {
+            Arc::new(crate::http::auth::Authenticator::new(
+                security.token.clone(),
+                security.anonymous,
+            ))
+        });
         let faults = self.shared.faults.clone();
-        let acceptor = tls.as_ref().map(|t| t.acceptor.clone());
-        let task = tokio::spawn(accept_loop(listener, service, acceptor, faults, stop_rx));
+        let task = tokio::spawn(accept_loop(listener, service, tls.clone(), faults, stop_rx));
         Ok(TcpServer {
             addr: local,
-            ca_pem: tls.map(|t| t.ca_pem),
+            https: tls.is_some(),
+            ca_pem: tls.and_then(|t| t.ca_pem),
             token: security.token,
             stop: stop_tx,
             task: Some(task),
@@ -304,7 +327,7 @@ impl FakeApiServer {
 async fn accept_loop(
     listener: TcpListener,
     service: ApiService,
-    tls: Option<tokio_rustls::TlsAcceptor>,
+    tls: Option<crate::tls::Tls>,
     faults: Faults,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -320,21 +343,31 @@ async fn accept_loop(
                     drop(stream);
                     continue;
                 }
-                let svc = TowerToHyperService::new(service.clone());
+                let mut service = service.clone();
                 let tls = tls.clone();
                 connections.spawn(async move {
                     let builder = auto::Builder::new(TokioExecutor::new());
                     let served = match tls {
                         // The handshake runs in the connection's task, so a slow client holds
                         // up only itself.
-                        Some(tls) => match tls.accept(stream).await {
-                            Ok(stream) => builder.serve_connection(TokioIo::new(stream), svc).await,
+                        Some(tls) => match tls.acceptor.accept(stream).await {
+                            Ok(stream) => {
+                                // The client certificate says who the connection's client is.
+                                service.peer = tls.client_ca.as_ref().and_then(|ca| {
+                                    ca.peer(stream.get_ref().1.peer_certificates())
+                                });
+                                let svc = TowerToHyperService::new(service);
+                                builder.serve_connection(TokioIo::new(stream), svc).await
+                            }
                             Err(e) => {
                                 tracing::debug!(%e, "TLS handshake failed");
                                 return;
                             }
                         },
-                        None => builder.serve_connection(TokioIo::new(stream), svc).await,
+                        None => {
+                            let svc = TowerToHyperService::new(service);
+                            builder.serve_connection(TokioIo::new(stream), svc).await
+                        }
                     };
                     if let Err(e) = served {
                         tracing::debug!(%e, "connection ended");
@@ -350,7 +383,8 @@ async fn accept_loop(
 /// A running TCP endpoint of a [`FakeApiServer`]. Dropping it stops serving.
 pub struct TcpServer {
     addr: SocketAddr,
-    /// The CA to trust, when serving HTTPS.
+    https: bool,
+    /// The CA to trust, when serving HTTPS with a certificate made at start.
     ca_pem: Option<String>,
     /// The bearer token requests need, if any.
     token: Option<String>,
@@ -364,11 +398,7 @@ impl TcpServer {
     }
 
     pub fn url(&self) -> String {
-        let scheme = if self.ca_pem.is_some() {
-            "https"
-        } else {
-            "http"
-        };
+        let scheme = if self.https { "https" } else { "http" };
         format!("{scheme}://{}", self.addr)
     }
 
@@ -377,7 +407,8 @@ impl TcpServer {
         self.token.as_deref()
     }
 
-    /// The PEM of the CA that signed the serving certificate, when serving HTTPS.
+    /// The PEM of the CA that signed the serving certificate, when serving HTTPS with a
+    /// certificate made at start.
     pub fn ca_pem(&self) -> Option<&str> {
         self.ca_pem.as_deref()
     }

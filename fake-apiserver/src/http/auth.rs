@@ -1,6 +1,7 @@
-//! Bearer-token authentication of a TCP endpoint, answered as kube-apiserver answers it with
-//! anonymous requests turned off: a request with no token, or one the server does not know, gets
-//! a 401 `Status` and reaches nothing.
+//! Authentication of a TCP endpoint, answered as kube-apiserver answers it: a verified client
+//! certificate, then a bearer token, then (when the endpoint allows it, as kube-apiserver does by
+//! default) anonymous access; a request none of them takes gets a 401 `Status` and reaches
+//! nothing.
 //!
 //! Two kinds of token are known: the endpoint's own (the admin's, written into its kubeconfig)
 //! and ServiceAccount tokens this server issued (TokenRequest), for its audience and unexpired.
@@ -13,29 +14,39 @@ use http::{HeaderMap, header};
 use super::Shared;
 use crate::error::ApiError;
 use crate::semantics::rbac::User;
+use crate::tls::Peer;
 
-/// The tokens an endpoint accepts.
+/// What an endpoint accepts besides client certificates (which its TLS layer verifies).
 pub struct Authenticator {
-    admin_token: String,
+    admin_token: Option<String>,
+    anonymous: bool,
 }
 
 impl Authenticator {
-    pub fn new(admin_token: String) -> Self {
-        Authenticator { admin_token }
+    pub fn new(admin_token: Option<String>, anonymous: bool) -> Self {
+        Authenticator {
+            admin_token,
+            anonymous,
+        }
     }
 }
 
 /// Who a request is from, or the 401 to answer.
 ///
-/// An endpoint with an [`Authenticator`] takes its own token (the admin) and ServiceAccount tokens
-/// it issued; anything else is refused. An endpoint without one (in-process clients, a served fake
-/// without `--token`) takes every request as the admin's, except one carrying a ServiceAccount
-/// token it issued: that one is the account's, and RBAC decides what it may do. Such a token that
-/// no longer holds (expired, its account gone) is refused there too.
+/// An endpoint with an [`Authenticator`] takes the user of the connection's verified client
+/// certificate (`peer`), its own token (the admin) and ServiceAccount tokens it issued, and
+/// anything else as `system:anonymous` if it allows that or not at all. A token that is sent but
+/// not known, or a client certificate that does not verify (with no token to go on), is refused
+/// even where anonymous access is allowed, as kube-apiserver refuses them. An
+/// endpoint without one (in-process clients, a served fake without `--token`) takes every request
+/// as the admin's, except one carrying a ServiceAccount token it issued: that one is the
+/// account's, and RBAC decides what it may do. Such a token that no longer holds (expired, its
+/// account gone) is refused there too.
 pub fn authenticate(
     auth: Option<&Authenticator>,
     shared: &Shared,
     headers: &HeaderMap,
+    peer: Option<&Peer>,
 ) -> Result<Cow<'static, User>, ApiError> {
     let token = bearer_token(headers);
     let Some(auth) = auth else {
@@ -45,10 +56,25 @@ pub fn authenticate(
             Some(Err(Some(_))) => Err(unauthorized()),
         };
     };
-    let token = token.ok_or_else(unauthorized)?;
+    if let Some(Peer::User(user)) = peer {
+        return Ok(Cow::Owned(User::clone(user)));
+    }
+    let Some(token) = token else {
+        return match (peer, auth.anonymous) {
+            // A certificate that does not verify is an error, and an error is never anonymous.
+            (Some(Peer::Refused(why)), _) => {
+                tracing::debug!(%why, "client certificate refused");
+                Err(unauthorized())
+            }
+            (_, true) => Ok(Cow::Borrowed(anonymous())),
+            (_, false) => Err(unauthorized()),
+        };
+    };
     // Digests are compared, so that timing tells nothing about how much of a guess was right.
     let digest = |t: &str| ring::digest::digest(&ring::digest::SHA256, t.as_bytes());
-    if digest(token).as_ref() == digest(&auth.admin_token).as_ref() {
+    if let Some(admin_token) = &auth.admin_token
+        && digest(token).as_ref() == digest(admin_token).as_ref()
+    {
         return Ok(Cow::Borrowed(admin()));
     }
     match shared.store().token_user(token) {
@@ -57,8 +83,19 @@ pub fn authenticate(
     }
 }
 
+/// Whoever no credential names, as kube-apiserver's anonymous authenticator calls them.
+fn anonymous() -> &'static User {
+    static ANONYMOUS: LazyLock<User> = LazyLock::new(|| {
+        User::from_info(serde_json::json!({
+            "username": "system:anonymous",
+            "groups": ["system:unauthenticated"],
+        }))
+    });
+    &ANONYMOUS
+}
+
 /// The admin, made once: nearly every request is the admin's.
-fn admin() -> &'static User {
+pub(crate) fn admin() -> &'static User {
     static ADMIN: LazyLock<User> = LazyLock::new(User::admin);
     &ADMIN
 }

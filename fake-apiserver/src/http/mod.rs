@@ -70,6 +70,8 @@ pub struct ApiService {
     pub(crate) shared: Arc<Shared>,
     /// Who may call: everyone in-process; a TCP endpoint may require a bearer token.
     pub(crate) auth: Option<Arc<auth::Authenticator>>,
+    /// Who the connection's client certificate says its client is.
+    pub(crate) peer: Option<crate::tls::Peer>,
 }
 
 impl<B> tower::Service<Request<B>> for ApiService
@@ -88,6 +90,7 @@ where
     fn call(&mut self, req: Request<B>) -> Self::Future {
         let shared = self.shared.clone();
         let auth = self.auth.clone();
+        let peer = self.peer.clone();
         Box::pin(async move {
             if shared.faults.is_partitioned() {
                 return Err(std::io::Error::new(
@@ -101,10 +104,11 @@ where
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or(""),
             );
-            let user = match auth::authenticate(auth.as_deref(), &shared, req.headers()) {
-                Ok(user) => user,
-                Err(e) => return Ok(encoded(error_response(&e), &accepted).await),
-            };
+            let user =
+                match auth::authenticate(auth.as_deref(), &shared, req.headers(), peer.as_ref()) {
+                    Ok(user) => user,
+                    Err(e) => return Ok(encoded(error_response(&e), &accepted).await),
+                };
             let mut dropped = None;
             let resp = handle(shared, req, user.as_ref(), &accepted, &mut dropped).await;
             let resp = encoded(resp, &accepted).await;
@@ -120,10 +124,11 @@ where
     }
 }
 
-/// Who asks, as a write records it for the answers that depend on it: `None` for the admin, so
-/// that the admin's writes copy nothing.
+/// Who asks, as a write records it for the answers that depend on it: `None` for the endpoint's
+/// admin, so that the admin's writes copy nothing. (Another member of `system:masters`, such as
+/// envtest's client-certificate admin, is its own user.)
 fn requester(user: &User) -> Option<User> {
-    (!user.is_master()).then(|| user.clone())
+    (user != auth::admin()).then(|| user.clone())
 }
 
 /// A JSON answer, written as kube-apiserver writes it (Go's field order, a trailing newline).

@@ -8,6 +8,7 @@ mod crud;
 mod deletion;
 mod determinism;
 mod dual;
+mod envtest;
 mod faults;
 mod fidelity;
 mod fuzz_properties;
