@@ -11,6 +11,7 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
 
+use crate::workspace_root;
 use anyhow::{Context, Result, bail};
 
 /// Where the generated catalogue lives, relative to the workspace root.
@@ -44,14 +45,6 @@ pub fn run(check: bool) -> Result<()> {
     }
     eprintln!("{}", catalogue.summary());
     Ok(())
-}
-
-/// The workspace root: xtask lives one level below it.
-fn workspace_root() -> Result<PathBuf> {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .context("xtask's manifest directory has no parent (workspace root)")
 }
 
 /// The generated file's text plus what the summary needs.

@@ -5,8 +5,9 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::workspace_root;
 use anyhow::{Context, Result, bail};
 
 /// Where the CRDs live, relative to the workspace root.
@@ -91,12 +92,4 @@ fn yaml_files(dir: &Path) -> Result<Vec<String>> {
     }
     names.sort();
     Ok(names)
-}
-
-/// The workspace root: xtask lives one level below it.
-fn workspace_root() -> Result<PathBuf> {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .context("xtask's manifest directory has no parent (workspace root)")
 }

@@ -3,6 +3,7 @@
 mod chaos;
 mod codegen;
 mod crds;
+mod envtest_assets;
 mod fuzz;
 mod manifests;
 mod subcargo;
@@ -186,12 +187,32 @@ enum Command {
         #[arg(long)]
         image: Option<String>,
     },
+    /// Make a folder for envtest's KUBEBUILDER_ASSETS in which `kube-apiserver` and `etcd` are
+    /// the fake API server (links to its binary, built first), and print the variable to set.
+    /// Go tests that start envtest then start the fake instead, in milliseconds.
+    #[command(name = "envtest-assets")]
+    EnvtestAssets {
+        /// The folder to make (default: envtest-assets/ in cargo's target directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Build the fake with this cargo profile (`release` for the fastest server).
+        #[arg(long, default_value = "dev")]
+        profile: String,
+    },
     /// Regenerate the CRD YAML in api/crds/ from the api crate's types.
     Crds {
         /// Only check that the checked-in CRDs are up to date; exit non-zero naming the stale files.
         #[arg(long)]
         check: bool,
     },
+}
+
+/// The workspace's root directory (xtask's manifest directory is one below it).
+fn workspace_root() -> anyhow::Result<PathBuf> {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .context("xtask's manifest directory has no parent (workspace root)")
 }
 
 fn cargo() -> Process {
@@ -445,6 +466,7 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Codegen { check } => codegen::run(check),
         Command::Crds { check } => crds::run(check),
+        Command::EnvtestAssets { out, profile } => envtest_assets::run(cargo(), out, &profile),
         Command::Manifests { out, image } => manifests::run(out, image),
     }
 }

@@ -2,8 +2,9 @@
 //! in it, RBAC included, is the controller crate's (`controller::install`, from the rules table in
 //! `controller::rbac`), so that the manifests say what the controller's code does.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use crate::workspace_root;
 use anyhow::{Context, Result};
 
 /// Where the files go by default, relative to the workspace root.
@@ -35,13 +36,6 @@ pub fn run(out: Option<PathBuf>, image: Option<String>) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn workspace_root() -> Result<PathBuf> {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .context("xtask's manifest directory has no parent (workspace root)")
 }
 
 #[cfg(test)]

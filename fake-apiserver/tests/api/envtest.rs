@@ -116,8 +116,10 @@ impl Started {
                 };
             }
         }
+        let _ = child.kill();
+        let status = child.wait();
         panic!(
-            "{} ended without {ready:?}:\n{}",
+            "{} ended ({status:?}) without {ready:?}:\n{}",
             program.display(),
             lines.join("\n")
         );
@@ -180,10 +182,10 @@ fn status_of(result: Result<impl std::fmt::Debug, kube::Error>) -> (u16, String)
 fn envtest_flags(cert_dir: &Path, port: u16, etcd: &str) -> Vec<String> {
     let d = cert_dir.display();
     [
-        format!("--advertise-address=127.0.0.1"),
+        "--advertise-address=127.0.0.1".into(),
         "--allow-privileged=true".into(),
         "--authorization-mode=RBAC".into(),
-        format!("--bind-address=127.0.0.1"),
+        "--bind-address=127.0.0.1".into(),
         format!("--cert-dir={d}"),
         format!("--client-ca-file={d}/client-cert-auth-ca.crt"),
         "--disable-admission-plugins=ServiceAccount".into(),
@@ -265,9 +267,15 @@ async fn as_kube_apiserver_it_serves_envtests_certificates_and_users() {
     let url = format!("https://127.0.0.1:{port}");
     let ca = serving_ca.pem();
 
-    // envtest's health probe: anonymous, on the secure port.
+    // envtest's health probe and its kind: anonymous, on the secure port.
     let anonymous = client(&url, &ca, None).await;
-    assert_eq!(get(&anonymous, "/healthz").await.expect("healthz"), "ok");
+    for probe in ["/healthz", "/readyz", "/livez"] {
+        assert_eq!(
+            get(&anonymous, probe).await.expect("probe"),
+            "ok",
+            "{probe}"
+        );
+    }
     let (code, message) = status_of(
         Api::<Namespace>::all(anonymous.clone())
             .list(&ListParams::default())

@@ -9,6 +9,7 @@ mod deletion;
 mod determinism;
 mod dual;
 mod envtest;
+mod envtest_go;
 mod faults;
 mod fidelity;
 mod fuzz_properties;
