@@ -312,7 +312,8 @@ impl FakeApiServer {
             ))
         });
         let faults = self.shared.faults.clone();
-        let task = tokio::spawn(accept_loop(listener, service, tls.clone(), faults, stop_rx));
+        let acceptor = tls.clone().map(Arc::new);
+        let task = tokio::spawn(accept_loop(listener, service, acceptor, faults, stop_rx));
         Ok(TcpServer {
             addr: local,
             https: tls.is_some(),
@@ -327,7 +328,7 @@ impl FakeApiServer {
 async fn accept_loop(
     listener: TcpListener,
     service: ApiService,
-    tls: Option<crate::tls::Tls>,
+    tls: Option<Arc<crate::tls::Tls>>,
     faults: Faults,
     mut stop: watch::Receiver<bool>,
 ) {

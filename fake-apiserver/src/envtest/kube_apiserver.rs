@@ -221,6 +221,7 @@ fn serving_certificate(
     ip: IpAddr,
 ) -> Result<(ServingPem, Option<PathBuf>), ConfigError> {
     let given = |name| flags.get(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let mut wrote = None;
     let (cert, key) = match (given("tls-cert-file"), given("tls-private-key-file")) {
         (Some(cert), Some(key)) => (cert, key),
         (None, None) => {
@@ -228,12 +229,7 @@ fn serving_certificate(
             let (cert, key) = (dir.join("apiserver.crt"), dir.join("apiserver.key"));
             if !cert.exists() && !key.exists() {
                 write_self_signed(&dir, &cert, &key, ip)?;
-                let pem = ServingPem {
-                    cert_chain: read("serving certificate", &cert)?,
-                    key: read("serving key", &key)?,
-                    origin: cert.display().to_string(),
-                };
-                return Ok((pem, Some(cert)));
+                wrote = Some(cert.clone());
             }
             (cert, key)
         }
@@ -249,7 +245,7 @@ fn serving_certificate(
         key: read("serving key", &key)?,
         origin: cert.display().to_string(),
     };
-    Ok((pem, None))
+    Ok((pem, wrote))
 }
 
 fn write_self_signed(dir: &Path, cert: &Path, key: &Path, ip: IpAddr) -> Result<(), ConfigError> {

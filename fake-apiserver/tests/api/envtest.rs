@@ -246,7 +246,7 @@ async fn as_kube_apiserver_it_serves_envtests_certificates_and_users() {
         ],
         "answering /health",
     );
-    let health = reqwest_like_get(&format!("{etcd_url}/health")).await;
+    let health = http_get(&format!("{etcd_url}/health")).await;
     assert_eq!(
         health,
         (200, r#"{"health":"true","reason":""}"#.to_string())
@@ -345,7 +345,7 @@ async fn who_am_i(client: &kube::Client) -> Value {
 }
 
 /// A plain-HTTP GET over a raw socket: (status, body).
-async fn reqwest_like_get(url: &str) -> (u16, String) {
+async fn http_get(url: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let url = url::Url::parse(url).expect("url");
     let addr = format!(
