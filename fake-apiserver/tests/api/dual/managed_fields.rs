@@ -15,6 +15,7 @@ dual!(
     apply_bodies_of_another_kind_or_with_undeclared_fields_are_refused,
     force_is_refused_on_a_non_apply_patch,
     a_finalize_write_gets_an_entry_of_its_own,
+    an_apply_with_a_stale_resource_version_conflicts_on_the_object_and_on_its_status,
 );
 
 const JSON: &str = "application/json";
@@ -358,6 +359,72 @@ async fn force_is_refused_on_a_non_apply_patch(env: Env) {
         forced.body["message"],
         "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
     );
+}
+
+/// A resourceVersion in an applied configuration is a precondition, on /status as on the object:
+/// Kueue applies a Workload's status with the version it read, and counts on a 409 when someone
+/// wrote in between (the fake once let the status apply through, undoing a test's write).
+async fn an_apply_with_a_stale_resource_version_conflicts_on_the_object_and_on_its_status(
+    env: Env,
+) {
+    let base = format!("/api/v1/namespaces/{}/pods", env.ns);
+    let pod = create(
+        &env,
+        &base,
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+    )
+    .await;
+    let read = pod["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Someone else writes after our read.
+    let label = env
+        .raw(
+            "PATCH",
+            &format!("{base}/p"),
+            MERGE,
+            r#"{"metadata":{"labels":{"a":"b"}}}"#,
+        )
+        .await;
+    assert_eq!(label.code, 200, "{}", label.text);
+    let apply = |path: String, body: Value| {
+        let env = &env;
+        async move {
+            env.raw(
+                "PATCH",
+                &format!("{path}?fieldManager=m&force=true"),
+                APPLY,
+                body.to_string(),
+            )
+            .await
+        }
+    };
+    let stale = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "resourceVersion": read}});
+    let conflict = "Operation cannot be fulfilled on pods \"p\": the object has been modified; please apply your changes to the latest version and try again";
+    let mut on_object = stale.clone();
+    on_object["metadata"]["labels"] = json!({"mine": "x"});
+    let refused = apply(format!("{base}/p"), on_object).await;
+    assert_status(&refused, 409, "Conflict");
+    assert_eq!(refused.body["message"], conflict);
+    let mut on_status = stale.clone();
+    on_status["status"] = json!({"message": "mine"});
+    let refused = apply(format!("{base}/p/status"), on_status.clone()).await;
+    assert_status(&refused, 409, "Conflict");
+    assert_eq!(refused.body["message"], conflict);
+
+    // Nothing of the refused applies was written; with the current version the status apply goes.
+    let now = env.raw("GET", &format!("{base}/p"), JSON, "").await;
+    assert!(now.body["status"].get("message").is_none(), "{}", now.text);
+    assert!(
+        now.body["metadata"]["labels"].get("mine").is_none(),
+        "{}",
+        now.text
+    );
+    on_status["metadata"]["resourceVersion"] = now.body["metadata"]["resourceVersion"].clone();
+    let applied = apply(format!("{base}/p/status"), on_status).await;
+    assert_eq!(applied.code, 200, "{}", applied.text);
+    assert_eq!(applied.body["status"]["message"], "mine");
 }
 
 /// A namespace's /finalize writes are recorded apart, with subresource finalize.
