@@ -196,7 +196,10 @@ async fn run(args: Args) -> anyhow::Result<bool> {
         (None, Some(_)) => None,
     };
     if let Some(path) = &report_path {
-        let md = report::markdown(&sequences, &results, &stale, &reference);
+        let mut md = report::markdown(&sequences, &results, &stale, &reference);
+        md.push_str(&report::kueue_suites(
+            &workspace_root().join(report::KUEUE_SUITES_RESULTS),
+        ));
         std::fs::write(path, md).with_context(|| format!("writing {}", path.display()))?;
     }
     println!(

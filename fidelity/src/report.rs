@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::path::Path;
 
 use crate::compare::{Known, StepResult};
 use crate::corpus::Sequence;
@@ -115,6 +116,25 @@ pub fn markdown(
     out
 }
 
+/// Where `cargo xtask kueue-suites --report` writes the last recorded run of Kueue's suites.
+pub const KUEUE_SUITES_RESULTS: &str = "tools/kueue-suites/results.md";
+
+/// The report's closing section: Kueue's own integration suites on both servers, from the last
+/// recorded run (`results`), so that the client-side view sits beside the request-level one.
+pub fn kueue_suites(results: &Path) -> String {
+    let body = match std::fs::read_to_string(results) {
+        Ok(text) => text,
+        Err(e) => format!("No recorded run ({}: {e}).\n", results.display()),
+    };
+    format!(
+        "\n## Kueue's integration suites\n\nKueue v0.17.0's own suites, unmodified, through envtest on \
+         kube-apiserver and etcd and on the fake in their place, as recorded by `cargo xtask \
+         kueue-suites --report {KUEUE_SUITES_RESULTS}` (CI runs it on every change and fails on a \
+         spec that passes on kube-apiserver and not on the fake, unless \
+         `tools/kueue-suites/known.txt` lists it with its reason):\n\n{body}"
+    )
+}
+
 fn section<'a>(
     w: &mut String,
     title: &str,
@@ -173,5 +193,23 @@ mod tests {
         let unlisted = md.find("## Unlisted").expect("section");
         let known = md.find("## Known differences").expect("section");
         assert!(unlisted < known, "what fails comes first");
+    }
+
+    #[test]
+    fn the_kueue_suites_section_holds_the_recorded_run_or_says_there_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results.md");
+        let missing = kueue_suites(&results);
+        assert!(
+            missing.contains("## Kueue's integration suites"),
+            "{missing}"
+        );
+        assert!(missing.contains("No recorded run"), "{missing}");
+        std::fs::write(&results, "| core | fake | 51 of 51 |\n").unwrap();
+        let recorded = kueue_suites(&results);
+        assert!(
+            recorded.ends_with(":\n\n| core | fake | 51 of 51 |\n"),
+            "{recorded}"
+        );
     }
 }

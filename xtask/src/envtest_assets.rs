@@ -11,7 +11,19 @@ use anyhow::{Context, Result, bail};
 /// The names envtest starts, each a link to the fake's binary.
 const PROGRAMS: [&str; 2] = ["kube-apiserver", "etcd"];
 
-pub fn run(mut cargo: Command, out: Option<PathBuf>, profile: &str) -> Result<()> {
+pub fn run(cargo: Command, out: Option<PathBuf>, profile: &str) -> Result<()> {
+    let out = build_and_link(cargo, out, profile)?;
+    eprintln!(
+        "envtest's kube-apiserver and etcd in {} are the fake API server; set:",
+        out.display()
+    );
+    println!("KUBEBUILDER_ASSETS={}", out.display());
+    Ok(())
+}
+
+/// Builds the fake's binary and makes the assets folder (`out`, or envtest-assets/ in the target
+/// directory); returns the folder's absolute path.
+pub fn build_and_link(mut cargo: Command, out: Option<PathBuf>, profile: &str) -> Result<PathBuf> {
     cargo.args([
         "build",
         "--package",
@@ -33,15 +45,8 @@ pub fn run(mut cargo: Command, out: Option<PathBuf>, profile: &str) -> Result<()
             .join("envtest-assets"),
     };
     link_assets(&binary, &out)?;
-    let out = out
-        .canonicalize()
-        .with_context(|| format!("resolving {}", out.display()))?;
-    eprintln!(
-        "envtest's kube-apiserver and etcd in {} are the fake API server; set:",
-        out.display()
-    );
-    println!("KUBEBUILDER_ASSETS={}", out.display());
-    Ok(())
+    out.canonicalize()
+        .with_context(|| format!("resolving {}", out.display()))
 }
 
 /// Runs the build and reads the binary's path from cargo's JSON messages.

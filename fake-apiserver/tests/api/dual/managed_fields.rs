@@ -374,10 +374,7 @@ async fn an_apply_with_a_stale_resource_version_conflicts_on_the_object_and_on_i
         json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}),
     )
     .await;
-    let read = pod["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let read = pod["metadata"]["resourceVersion"].clone();
     // Someone else writes after our read.
     let label = env
         .raw(
