@@ -207,34 +207,7 @@ enum Command {
     /// reason. Needs Go, make and `cargo xtask control-plane build`; prints a Markdown table of
     /// specs passed, wall time and the servers' peak memory per suite and backend.
     #[command(name = "kueue-suites")]
-    KueueSuites {
-        /// The backends, in order (comma-separated).
-        #[arg(
-            long,
-            value_enum,
-            value_delimiter = ',',
-            default_value = "reference,fake"
-        )]
-        against: Vec<kueue_suites::Backend>,
-        /// Run only these suites (repeatable): provisioning, core, webhook-core, webhook-jobs,
-        /// multikueue. Default: all five.
-        #[arg(long = "suite")]
-        suites: Vec<String>,
-        /// Run only the specs whose full text matches this regular expression (ginkgo's --focus).
-        #[arg(long)]
-        focus: Option<String>,
-        /// Where Kueue's module is copied and built, and the runs' logs and JSON reports go
-        /// (default: kueue-suites/ in cargo's target directory).
-        #[arg(long)]
-        work: Option<PathBuf>,
-        /// Also write the Markdown summary to this file.
-        #[arg(long)]
-        report: Option<PathBuf>,
-        /// Run the backends one after the other (default: side by side, each backend's suites
-        /// one at a time). For wall times that the other backend's runs do not disturb.
-        #[arg(long)]
-        serial: bool,
-    },
+    KueueSuites(kueue_suites::Options),
     /// Regenerate the CRD YAML in api/crds/ from the api crate's types.
     Crds {
         /// Only check that the checked-in CRDs are up to date; exit non-zero naming the stale files.
@@ -504,20 +477,6 @@ fn main() -> anyhow::Result<()> {
         Command::Crds { check } => crds::run(check),
         Command::EnvtestAssets { out, profile } => envtest_assets::run(cargo(), out, &profile),
         Command::Manifests { out, image } => manifests::run(out, image),
-        Command::KueueSuites {
-            against,
-            suites,
-            focus,
-            work,
-            report,
-            serial,
-        } => kueue_suites::run(kueue_suites::Options {
-            against,
-            suites,
-            focus,
-            work,
-            report,
-            serial,
-        }),
+        Command::KueueSuites(options) => kueue_suites::run(options),
     }
 }

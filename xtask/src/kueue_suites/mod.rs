@@ -68,13 +68,34 @@ impl Backend {
     }
 }
 
+/// `cargo xtask kueue-suites`'s flags.
+#[derive(clap::Args)]
 pub struct Options {
+    /// The backends, in order (comma-separated).
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "reference,fake"
+    )]
     pub against: Vec<Backend>,
+    /// Run only these suites (repeatable): provisioning, core, webhook-core, webhook-jobs,
+    /// multikueue. Default: all five.
+    #[arg(long = "suite")]
     pub suites: Vec<String>,
+    /// Run only the specs whose full text matches this regular expression (ginkgo's --focus).
+    #[arg(long)]
     pub focus: Option<String>,
+    /// Where Kueue's module is copied and built, and the runs' logs and JSON reports go
+    /// (default: kueue-suites/ in cargo's target directory).
+    #[arg(long)]
     pub work: Option<PathBuf>,
+    /// Also write the Markdown summary to this file.
+    #[arg(long)]
     pub report: Option<PathBuf>,
-    /// One backend after the other, for wall times undisturbed by the other's runs.
+    /// Run the backends one after the other (default: side by side, each backend's suites one
+    /// at a time). For wall times that the other backend's runs do not disturb.
+    #[arg(long)]
     pub serial: bool,
 }
 

@@ -22,6 +22,11 @@ impl Spec {
     fn passed(&self) -> bool {
         self.state == "passed"
     }
+
+    /// Whether it failed, as opposed to passing or not running (left out by a focus, pending).
+    fn failed(&self) -> bool {
+        !matches!(self.state.as_str(), "passed" | "skipped" | "pending")
+    }
 }
 
 /// One suite on one backend.
@@ -102,8 +107,8 @@ fn parse(text: &str) -> Result<(Vec<Spec>, Option<String>)> {
             .unwrap_or_default();
         for node in nodes {
             let state = node["State"].as_str().unwrap_or("unknown").to_string();
-            let failure = (state != "passed" && state != "skipped" && state != "pending")
-                .then(|| failure_of(node));
+            let failed = !matches!(state.as_str(), "passed" | "skipped" | "pending");
+            let failure = failed.then(|| failure_of(node));
             if node["LeafNodeType"] == "It" {
                 let mut words: Vec<&str> = node["ContainerHierarchyTexts"]
                     .as_array()
@@ -218,33 +223,33 @@ impl<'a> Comparison<'a> {
                 ));
             }
         }
+        // A failure on the reference is reported, not held against the fake.
+        for run in runs.iter().filter(|r| r.backend == "reference") {
+            for spec in run.specs.iter().filter(|s| s.failed()) {
+                comparison.trouble.push(format!(
+                    "{}: {:?} {} on the reference: {}",
+                    run.suite,
+                    spec.name,
+                    spec.state,
+                    spec.failure.as_deref().unwrap_or("")
+                ));
+            }
+        }
         let reference = |suite: &str| {
             runs.iter()
                 .find(|r| r.suite == suite && r.backend == "reference")
         };
         for fake in runs.iter().filter(|r| r.backend == "fake") {
             let Some(reference) = reference(fake.suite) else {
-                // The fake alone: every spec must pass.
-                for spec in fake.specs.iter().filter(|s| !s.passed()) {
+                // The fake alone: no spec may fail.
+                for spec in fake.specs.iter().filter(|s| s.failed()) {
                     comparison.note_fake_miss(known, fake, spec);
                 }
                 continue;
             };
             let on_fake: BTreeMap<&str, &Spec> =
                 fake.specs.iter().map(|s| (s.name.as_str(), s)).collect();
-            for spec in &reference.specs {
-                if !spec.passed() {
-                    if spec.state != "skipped" {
-                        comparison.trouble.push(format!(
-                            "{}: {:?} {} on the reference: {}",
-                            fake.suite,
-                            spec.name,
-                            spec.state,
-                            spec.failure.as_deref().unwrap_or("")
-                        ));
-                    }
-                    continue;
-                }
+            for spec in reference.specs.iter().filter(|s| s.passed()) {
                 match on_fake.get(spec.name.as_str()) {
                     Some(s) if s.passed() => {
                         if known.reason(fake.suite, &s.name).is_some() {
@@ -263,26 +268,6 @@ impl<'a> Comparison<'a> {
                             failure: None,
                         },
                     ),
-                }
-            }
-        }
-        for run in runs.iter().filter(|r| r.backend == "reference") {
-            if !runs
-                .iter()
-                .any(|r| r.suite == run.suite && r.backend == "fake")
-            {
-                for spec in run
-                    .specs
-                    .iter()
-                    .filter(|s| !s.passed() && s.state != "skipped")
-                {
-                    comparison.trouble.push(format!(
-                        "{}: {:?} {} on the reference: {}",
-                        run.suite,
-                        spec.name,
-                        spec.state,
-                        spec.failure.as_deref().unwrap_or("")
-                    ));
                 }
             }
         }
@@ -558,6 +543,22 @@ mod tests {
         assert!(comparison.verdict().is_err());
         comparison.retried(&run("fake", &[("waits", "passed")]));
         assert!(comparison.verdict().is_ok());
+    }
+
+    #[test]
+    fn on_the_fake_alone_a_failure_counts_and_a_spec_left_out_by_a_focus_does_not() {
+        let runs = [run("fake", &[("admits", "passed"), ("waits", "skipped")])];
+        assert!(
+            Comparison::new(&runs, &Known::parse("").unwrap())
+                .verdict()
+                .is_ok()
+        );
+        let runs = [run("fake", &[("admits", "failed"), ("waits", "skipped")])];
+        assert!(
+            Comparison::new(&runs, &Known::parse("").unwrap())
+                .verdict()
+                .is_err()
+        );
     }
 
     #[test]
