@@ -128,10 +128,11 @@ pub fn kueue_suites(results: &Path) -> String {
     };
     format!(
         "\n## Kueue's integration suites\n\nKueue v0.17.0's own suites, unmodified, through envtest on \
-         kube-apiserver and etcd and on the fake in their place, as recorded by `cargo xtask \
-         kueue-suites --report {KUEUE_SUITES_RESULTS}` (CI runs it on every change and fails on a \
-         spec that passes on kube-apiserver and not on the fake, unless \
-         `tools/kueue-suites/known.txt` lists it with its reason):\n\n{body}"
+         kube-apiserver and etcd and on the fake in their place: the run recorded in \
+         `{KUEUE_SUITES_RESULTS}` (its table is what `cargo xtask kueue-suites --serial` prints). \
+         CI runs the suites on every change, its table in its log, and fails on a spec that \
+         passes on kube-apiserver and not on the fake, unless `tools/kueue-suites/known.txt` \
+         lists it with its reason:\n\n{body}"
     )
 }
 

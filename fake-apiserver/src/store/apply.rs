@@ -178,16 +178,14 @@ impl Store {
                 if let Some(s) = status {
                     only["status"] = s;
                 }
-                // A resourceVersion or uid in the body stays a precondition, as on the object:
-                // Kueue's status applies carry the version they read, and a 409 tells them that
-                // someone wrote since (without it, a write in between was silently undone).
-                for precondition in ["resourceVersion", "uid"] {
-                    if let Some(v) = applied["metadata"]
-                        .get(precondition)
-                        .filter(|v| !v.is_null())
-                    {
-                        only["metadata"][precondition] = v.clone();
-                    }
+                // A resourceVersion in the body stays a precondition, as on the object: Kueue's
+                // status applies carry the version they read, and a 409 tells them that someone
+                // wrote since (without it, a write in between was silently undone).
+                if let Some(v) = applied["metadata"]
+                    .get("resourceVersion")
+                    .filter(|v| !v.is_null())
+                {
+                    only["metadata"]["resourceVersion"] = v.clone();
                 }
                 applied = only;
             }

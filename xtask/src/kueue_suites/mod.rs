@@ -101,6 +101,13 @@ pub struct Options {
 
 pub fn run(options: Options) -> Result<()> {
     let suites = chosen(&options.suites)?;
+    // Each backend once: two runs of one would share their logs and reports.
+    let mut against: Vec<Backend> = Vec::new();
+    for backend in &options.against {
+        if !against.contains(backend) {
+            against.push(*backend);
+        }
+    }
     let root = crate::workspace_root()?;
     let work = match &options.work {
         Some(dir) => dir.clone(),
@@ -110,7 +117,7 @@ pub fn run(options: Options) -> Result<()> {
 
     let prepared = prepare::prepare(&root.join("tools/kueue-suites"), &work, &suites)?;
     let mut assets = Vec::new();
-    for backend in &options.against {
+    for backend in &against {
         let dir = match backend {
             Backend::Reference => reference_assets()?,
             Backend::Fake => crate::envtest_assets::build_and_link(
@@ -271,7 +278,15 @@ fn run_suite(
         std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
     let mut cmd = Command::new(prepared.binary(suite));
     cmd.current_dir(prepared.module.join("test/integration").join(suite.package))
+        // envtest prefers these to KUBEBUILDER_ASSETS (the first to starting anything): left
+        // from the caller's shell they would point both backends at one server.
+        .env_remove("USE_EXISTING_CLUSTER")
+        .env_remove("TEST_ASSET_KUBE_APISERVER")
+        .env_remove("TEST_ASSET_ETCD")
         .env("KUBEBUILDER_ASSETS", assets)
+        // Where suites write their junit reports: the run's folder, not the package folder that
+        // both backends' runs share.
+        .env("ARTIFACTS", &out)
         // The Makefile passes the module's folder with a trailing slash; the suites join onto it.
         .env("PROJECT_DIR", format!("{}/", prepared.module.display()))
         .arg(format!("-ginkgo.json-report={}", json.display()))

@@ -12,6 +12,8 @@ use anyhow::{Context, Result, bail};
 pub struct Spec {
     /// Ginkgo's full text: the containers' texts and the spec's, joined by spaces.
     pub name: String,
+    /// Where the spec is declared (`file:line`): two specs of a suite may share a full text.
+    pub location: String,
     /// Ginkgo's state: passed, failed, skipped, pending, panicked, timedout, interrupted, aborted.
     pub state: String,
     /// Where it failed and why, for the summary.
@@ -26,6 +28,11 @@ impl Spec {
     /// Whether it failed, as opposed to passing or not running (left out by a focus, pending).
     fn failed(&self) -> bool {
         !matches!(self.state.as_str(), "passed" | "skipped" | "pending")
+    }
+
+    /// The spec's identity across runs: its text and where it is declared.
+    fn key(&self) -> (&str, &str) {
+        (&self.name, &self.location)
     }
 }
 
@@ -68,10 +75,21 @@ impl SuiteRun {
                 return Ok(run);
             }
         };
-        let (specs, failure) =
-            parse(&text).with_context(|| format!("reading {}", json.display()))?;
-        run.specs = specs;
-        run.suite_failure = failure;
+        match parse(&text) {
+            Ok((specs, failure)) => {
+                run.specs = specs;
+                run.suite_failure = failure;
+            }
+            Err(e) => {
+                run.suite_failure =
+                    Some(format!("its report {} is unreadable: {e}", json.display()));
+            }
+        }
+        // A run that failed with every node passed (an interrupt, a timeout before the report's
+        // end, a crash in a report hook) is a failure of the suite, not a pass.
+        if run.suite_failure.is_none() && !status.success() && !run.specs.iter().any(Spec::failed) {
+            run.suite_failure = Some(format!("it exited {status} with no failed spec"));
+        }
         Ok(run)
     }
 
@@ -115,8 +133,14 @@ fn parse(text: &str) -> Result<(Vec<Spec>, Option<String>)> {
                     .map(|a| a.iter().filter_map(|t| t.as_str()).collect())
                     .unwrap_or_default();
                 words.push(node["LeafNodeText"].as_str().unwrap_or_default());
+                let at = &node["LeafNodeLocation"];
                 specs.push(Spec {
                     name: words.join(" "),
+                    location: format!(
+                        "{}:{}",
+                        at["FileName"].as_str().unwrap_or("?"),
+                        at["LineNumber"]
+                    ),
                     state,
                     failure,
                 });
@@ -127,6 +151,12 @@ fn parse(text: &str) -> Result<(Vec<Spec>, Option<String>)> {
                 ));
             }
         }
+    }
+    if suite_failure.is_none()
+        && reports.iter().any(|r| r["SuiteSucceeded"] == false)
+        && !specs.iter().any(Spec::failed)
+    {
+        suite_failure = Some("ginkgo reports the suite failed, though no spec did".into());
     }
     Ok((specs, suite_failure))
 }
@@ -190,9 +220,9 @@ impl Known {
 /// Every suite's runs side by side, and what differs.
 pub struct Comparison<'a> {
     runs: &'a [SuiteRun],
-    /// Specs that passed on the reference and not on the fake, not listed as known: suite, spec,
-    /// and the line that says so.
-    differences: Vec<(&'static str, String, String)>,
+    /// Specs that passed on the reference and not on the fake, not listed as known: suite, the
+    /// spec, and the line that says so.
+    differences: Vec<(&'static str, Spec, String)>,
     /// Differences that passed when the fake ran them again.
     flaky: Vec<String>,
     /// Listed ones, with their reasons.
@@ -247,10 +277,10 @@ impl<'a> Comparison<'a> {
                 }
                 continue;
             };
-            let on_fake: BTreeMap<&str, &Spec> =
-                fake.specs.iter().map(|s| (s.name.as_str(), s)).collect();
+            let on_fake: BTreeMap<(&str, &str), &Spec> =
+                fake.specs.iter().map(|s| (s.key(), s)).collect();
             for spec in reference.specs.iter().filter(|s| s.passed()) {
-                match on_fake.get(spec.name.as_str()) {
+                match on_fake.get(&spec.key()) {
                     Some(s) if s.passed() => {
                         if known.reason(fake.suite, &s.name).is_some() {
                             comparison
@@ -263,9 +293,9 @@ impl<'a> Comparison<'a> {
                         known,
                         fake,
                         &Spec {
-                            name: spec.name.clone(),
                             state: "not run".into(),
                             failure: None,
+                            ..spec.clone()
                         },
                     ),
                 }
@@ -287,31 +317,31 @@ impl<'a> Comparison<'a> {
         );
         match known.reason(run.suite, &spec.name) {
             Some(reason) => self.known.push(format!("{line} (known: {reason})")),
-            None => self.differences.push((run.suite, spec.name.clone(), line)),
+            None => self.differences.push((run.suite, spec.clone(), line)),
         }
     }
 
-    /// The specs of `suite` that differ, to run again.
+    /// The full texts of `suite`'s specs that differ, to run again.
     pub fn differing(&self, suite: &str) -> Vec<&str> {
         self.differences
             .iter()
             .filter(|(s, _, _)| *s == suite)
-            .map(|(_, name, _)| name.as_str())
+            .map(|(_, spec, _)| spec.name.as_str())
             .collect()
     }
 
     /// Takes in the fake's second run of `rerun.suite`'s differing specs: one that passed there
     /// is flaky on the fake, reported but not held against it.
     pub fn retried(&mut self, rerun: &SuiteRun) {
-        let passed: Vec<&str> = rerun
+        let passed: Vec<(&str, &str)> = rerun
             .specs
             .iter()
             .filter(|s| s.passed())
-            .map(|s| s.name.as_str())
+            .map(Spec::key)
             .collect();
         let (flaky, still): (Vec<_>, Vec<_>) = std::mem::take(&mut self.differences)
             .into_iter()
-            .partition(|(suite, name, _)| *suite == rerun.suite && passed.contains(&name.as_str()));
+            .partition(|(suite, spec, _)| *suite == rerun.suite && passed.contains(&spec.key()));
         self.differences = still;
         self.flaky.extend(
             flaky
@@ -421,9 +451,15 @@ mod tests {
             "Failure": {"Message": "unable to install webhooks\nmore", "Location": {"FileName": "/k/test/integration/framework/framework.go", "LineNumber": 126}}
         })];
         for (name, state) in specs {
+            // Declared on a line of its own; a second spec of the same text is marked `#2`.
+            let (name, line) = match name.strip_suffix(" #2") {
+                Some(text) => (text, 1000 + text.len()),
+                None => (*name, name.len()),
+            };
             nodes.push(serde_json::json!({
                 "LeafNodeType": "It", "State": state, "ContainerHierarchyTexts": ["Provisioning", "when a class"],
                 "LeafNodeText": name,
+                "LeafNodeLocation": {"FileName": "/k/test/integration/x/x_test.go", "LineNumber": line},
                 "Failure": {"Message": "Timed out after 10s.\nExpected", "Location": {"FileName": "/k/test/integration/x/x_test.go", "LineNumber": 7}}
             }));
         }
@@ -559,6 +595,45 @@ mod tests {
                 .verdict()
                 .is_err()
         );
+    }
+
+    #[test]
+    fn specs_of_one_text_are_told_apart_by_where_they_are_declared() {
+        let runs = [
+            run(
+                "reference",
+                &[("admits", "passed"), ("admits #2", "passed")],
+            ),
+            run("fake", &[("admits", "failed"), ("admits #2", "passed")]),
+        ];
+        let comparison = Comparison::new(&runs, &Known::parse("").unwrap());
+        assert!(comparison.verdict().is_err());
+        assert_eq!(
+            comparison.differing("provisioning"),
+            ["Provisioning when a class admits"]
+        );
+    }
+
+    #[test]
+    fn a_run_that_exits_badly_or_says_it_failed_with_no_failed_spec_is_a_suite_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("r.json");
+        std::fs::write(&json, report(&[("admits", "passed")], "passed")).unwrap();
+        let exit = |code: i32| std::os::unix::process::ExitStatusExt::from_raw(code << 8);
+        let read = |status| {
+            SuiteRun::read("core", "fake", &json, &json, status, Duration::ZERO, None).unwrap()
+        };
+        assert_eq!(read(exit(0)).suite_failure, None);
+        let failure = read(exit(1)).suite_failure.unwrap();
+        assert!(failure.contains("no failed spec"), "{failure}");
+
+        let said = serde_json::json!([{"SuiteSucceeded": false, "SpecReports": []}]).to_string();
+        let (_, failure) = parse(&said).unwrap();
+        assert!(failure.unwrap().contains("ginkgo reports the suite failed"));
+
+        std::fs::write(&json, "not json").unwrap();
+        let failure = read(exit(1)).suite_failure.unwrap();
+        assert!(failure.contains("is unreadable"), "{failure}");
     }
 
     #[test]
