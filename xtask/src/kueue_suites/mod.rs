@@ -161,7 +161,8 @@ pub fn run(options: Options) -> Result<()> {
         })?
     };
     let mut comparison = Comparison::new(&runs, &known);
-    // A spec that failed on the fake runs once more, alone, to tell a flake from a difference.
+    // The specs that failed on the fake run once more, a suite's in one focused run, to tell a
+    // flake from a difference.
     let mut reruns = Vec::new();
     if let Some((_, fake)) = assets.iter().find(|(b, _)| *b == Backend::Fake) {
         for suite in &suites {
