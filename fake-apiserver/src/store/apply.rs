@@ -180,12 +180,12 @@ impl Store {
                 }
                 // A resourceVersion in the body stays a precondition, as on the object: Kueue's
                 // status applies carry the version they read, and a 409 tells them that someone
-                // wrote since (without it, a write in between was silently undone).
-                if let Some(v) = applied["metadata"]
-                    .get("resourceVersion")
-                    .filter(|v| !v.is_null())
-                {
-                    only["metadata"]["resourceVersion"] = v.clone();
+                // wrote since (without it, a write in between was silently undone). A uid is
+                // kept too: another object's is refused as an immutable field.
+                for field in ["resourceVersion", "uid"] {
+                    if let Some(v) = applied["metadata"].get(field).filter(|v| !v.is_null()) {
+                        only["metadata"][field] = v.clone();
+                    }
                 }
                 applied = only;
             }
@@ -262,7 +262,10 @@ impl Store {
                 } else {
                     Subresource::Main
                 };
-                self.update(rt, ns, name, merged, main_or_status, &no_record)
+                // As a patch: a uid in the applied configuration is an immutable field (422),
+                // not the storage precondition an update's is (409).
+                self.update_from(rt, ns, name, merged, main_or_status, &no_record, true)
+                    .map(|a| a.into_value(rt))
             }
         }
         .map(|v| render(rt, &v))

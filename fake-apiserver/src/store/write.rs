@@ -495,10 +495,10 @@ impl Store {
         self.update_from(rt, ns, name, obj, sub, opts, false)
     }
 
-    /// An update (`via_patch`: the result of a patch, whose uid is no precondition but an
-    /// immutable field).
+    /// An update (`via_patch`: the result of a patch or an apply, whose uid is no precondition
+    /// but an immutable field).
     #[allow(clippy::too_many_arguments)]
-    fn update_from(
+    pub(super) fn update_from(
         &mut self,
         rt: &ResourceType,
         ns: &str,

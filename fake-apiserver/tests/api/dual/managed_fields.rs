@@ -16,6 +16,7 @@ dual!(
     force_is_refused_on_a_non_apply_patch,
     a_finalize_write_gets_an_entry_of_its_own,
     an_apply_with_a_stale_resource_version_conflicts_on_the_object_and_on_its_status,
+    an_apply_naming_another_uid_is_refused_on_the_object_and_on_its_status,
 );
 
 const JSON: &str = "application/json";
@@ -422,6 +423,57 @@ async fn an_apply_with_a_stale_resource_version_conflicts_on_the_object_and_on_i
     let applied = apply(format!("{base}/p/status"), on_status).await;
     assert_eq!(applied.code, 200, "{}", applied.text);
     assert_eq!(applied.body["status"]["message"], "mine");
+}
+
+/// A uid in an applied configuration is an immutable field, on the object and on its status
+/// (a 422, not the 409 an update's uid precondition gets), and nothing is written.
+async fn an_apply_naming_another_uid_is_refused_on_the_object_and_on_its_status(env: Env) {
+    let base = format!("/api/v1/namespaces/{}/pods", env.ns);
+    create(
+        &env,
+        &base,
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+    )
+    .await;
+    let other = "6a0b2e7c-1d3f-4c5b-9e8a-000000000000";
+    let metadata = json!({"name": "p", "uid": other, "labels": {"mine": "x"}});
+    for (path, body) in [
+        (
+            format!("{base}/p"),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata}),
+        ),
+        (
+            format!("{base}/p/status"),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
+                   "status": {"message": "mine"}}),
+        ),
+    ] {
+        let refused = env
+            .raw(
+                "PATCH",
+                &format!("{path}?fieldManager=m&force=true"),
+                APPLY,
+                body.to_string(),
+            )
+            .await;
+        assert_status(&refused, 422, "Invalid");
+        assert_eq!(
+            refused.body["message"],
+            format!(
+                "Pod \"p\" is invalid: metadata.uid: Invalid value: \"{other}\": field is immutable"
+            ),
+            "{path}"
+        );
+        assert_eq!(
+            refused.body["details"]["causes"][0]["field"], "metadata.uid",
+            "{}",
+            refused.text
+        );
+    }
+    let now = env.raw("GET", &format!("{base}/p"), JSON, "").await;
+    assert!(now.body["status"].get("message").is_none(), "{}", now.text);
+    assert!(now.body["metadata"].get("labels").is_none(), "{}", now.text);
+    assert!(fields(&now.body, "m").is_null(), "{}", now.text);
 }
 
 /// A namespace's /finalize writes are recorded apart, with subresource finalize.
