@@ -10,6 +10,12 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, ObjectMeta, PostParams, WatchEvent, WatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::{Value, json};
+
+// The tests' admission webhook: HTTPS on loopback with a certificate of its own.
+#[path = "../tests/api/webhook_server.rs"]
+#[allow(dead_code)]
+mod webhook_server;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
@@ -154,6 +160,68 @@ async fn watch_latency(
     )
 }
 
+/// Sequential creates of ConfigMaps, in-process: `hooked` ones go through a mutating webhook on
+/// HTTPS loopback (a JSONPatch adding a label), the others through no webhook. What a call to
+/// a webhook adds to a write is the difference.
+async fn webhook_creates(server: &FakeApiServer, samples: usize) -> (Vec<Duration>, Vec<Duration>) {
+    let ops = json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]);
+    let hook = webhook_server::start(Arc::new(move |_: &Value| {
+        Ok(webhook_server::patched(ops.clone()))
+    }))
+    .await;
+    let config: k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration =
+        serde_json::from_value(json!({
+            "metadata": {"name": "bench"},
+            "webhooks": [{
+                "name": "bench.webhooks.tollgate.dev",
+                "clientConfig": hook.client_config("/mutate"),
+                "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                           "resources": ["configmaps"]}],
+                "objectSelector": {"matchLabels": {"hooked": "yes"}},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }],
+        }))
+        .expect("a webhook configuration");
+    Api::all(server.client())
+        .create(&PostParams::default(), &config)
+        .await
+        .expect("the webhook configuration");
+    let cms: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    let timed = |hooked: bool, i: usize| {
+        let cms = cms.clone();
+        async move {
+            let cm: ConfigMap = serde_json::from_value(json!({"metadata": {
+                "name": format!("webhook-{hooked}-{i}"),
+                "labels": {"hooked": if hooked { "yes" } else { "no" }}}}))
+            .expect("a ConfigMap");
+            let t = Instant::now();
+            let made = cms
+                .create(&PostParams::default(), &cm)
+                .await
+                .expect("create");
+            let took = t.elapsed();
+            assert_eq!(
+                made.metadata
+                    .labels
+                    .unwrap_or_default()
+                    .contains_key("mutated"),
+                hooked,
+                "the webhook mutates the hooked ConfigMaps only"
+            );
+            took
+        }
+    };
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for i in 0..samples {
+        with.push(timed(true, i).await);
+        without.push(timed(false, i).await);
+    }
+    with.sort();
+    without.sort();
+    (with, without)
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -200,6 +268,8 @@ fn main() {
         let (i50, i99, imax) =
             watch_latency(&server.client(), "watched-in-process", 100, 200).await;
 
+        let (hooked, plain) = webhook_creates(&server, 500).await;
+
         println!("| measurement | result |");
         println!("| --- | --- |");
         println!(
@@ -236,5 +306,17 @@ fn main() {
             "| write to arrival at 100 kube-rs watchers in-process, max | {} |",
             ms(imax)
         );
+        let rows = [
+            ("through a mutating webhook on HTTPS loopback", &hooked),
+            ("with no webhook", &plain),
+        ];
+        for (what, sorted) in rows {
+            for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
+                println!(
+                    "| a create (in-process) {what}, {name} | {} |",
+                    ms(percentile(sorted, p))
+                );
+            }
+        }
     });
 }

@@ -52,6 +52,8 @@ async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
+        // Colours only on a terminal: envtest and CI send stderr to files.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let argv0 = std::env::args().next().unwrap_or_default();
     match Role::from_program_name(&argv0) {

@@ -110,8 +110,13 @@ where
                     Err(e) => return Ok(encoded(error_response(&e), &accepted).await),
                 };
             let mut dropped = None;
+            // How long each answer took to start (a watch's stream goes on after it), for
+            // telling a slow server from a slow client.
+            let began = std::time::Instant::now();
+            let (method, uri) = (req.method().clone(), req.uri().clone());
             let resp = handle(shared, req, user.as_ref(), &accepted, &mut dropped).await;
             let resp = encoded(resp, &accepted).await;
+            tracing::debug!(%method, %uri, status = resp.status().as_u16(), elapsed_ms = began.elapsed().as_secs_f64() * 1e3, "answered");
             match dropped {
                 // Served or not, the client sees its connection reset.
                 Some(_) => Err(std::io::Error::new(

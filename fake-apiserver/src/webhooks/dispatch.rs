@@ -295,7 +295,10 @@ async fn call_one(
         }
     };
     let body = serde_json::to_vec(&review::review(version, request)).unwrap_or_default();
-    let answer = match call::post(&target, Bytes::from(body), timeout).await {
+    let began = std::time::Instant::now();
+    let posted = call::post(&target, Bytes::from(body), timeout).await;
+    tracing::debug!(webhook = %hook.name, url = %target.url, elapsed_ms = began.elapsed().as_secs_f64() * 1e3, "called");
+    let answer = match posted {
         Ok(a) => a,
         Err(failure) => {
             let why = format!("failed to call webhook: Post {:?}: {failure}", target.url);

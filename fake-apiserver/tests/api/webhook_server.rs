@@ -101,6 +101,10 @@ pub async fn start_as(names: &[&str], answer: AsyncAnswer) -> Webhook {
         .with_single_cert(vec![cert.der().clone()], key)
         .expect("a serving configuration");
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // Nothing after the client's Finished, as Go's servers send nothing then: a client whose
+    // request waits for that message's ACK (Nagle's algorithm) waits out the delayed ACK here
+    // too, as it would calling a webhook written in Go.
+    config.send_tls13_tickets = 0;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
     let kept = seen.clone();
@@ -109,6 +113,8 @@ pub async fn start_as(names: &[&str], answer: AsyncAnswer) -> Webhook {
             let Ok((tcp, _)) = listener.accept().await else {
                 return;
             };
+            // As Go's net package does for every connection, so webhooks written in Go serve.
+            let _ = tcp.set_nodelay(true);
             let (acceptor, answer, kept) = (acceptor.clone(), answer.clone(), kept.clone());
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
