@@ -16,8 +16,15 @@
 //! `{ns}` is the sequence's namespace (created before its first step, not compared), `{seq}` its
 //! name (for cluster-scoped objects), and any other `{var}` a value saved by an earlier step of
 //! the same sequence. `type` gives a body's media type: `json` (the default), `merge`, `strategic`,
-//! `json-patch`, `apply` (server-side apply, sent as JSON), `yaml`, or a full media type. `raw`
-//! sends a string as the body exactly (malformed input). `accept` and `headers` set headers.
+//! `json-patch`, `apply` (server-side apply, sent as JSON), `yaml`, `protobuf` (the body's
+//! object in `application/vnd.kubernetes.protobuf`, as client-go sends built-in kinds), or a full
+//! media type. `raw` sends a string as the body exactly (malformed input). `accept` and `headers`
+//! set headers.
+//!
+//! A protobuf answer is compared as the JSON of what it decodes to, under `protobuf` (so a saved
+//! pointer into it starts `/protobuf/`), beside whether the fake's encoder writes the same object
+//! in the same bytes: with both, two servers whose decoded answers agree answered the same bytes
+//! but for the values normalised away. A protobuf watch is read frame by frame the same way.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -132,6 +139,7 @@ impl Step {
             Some("json-patch") => "application/json-patch+json",
             Some("apply") => "application/apply-patch+yaml",
             Some("yaml") => "application/yaml",
+            Some("protobuf") => fake_apiserver::http::protobuf::MEDIA_TYPE,
             Some(full) => full,
         })
     }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
+use fake_apiserver::http::protobuf;
 use http_body_util::BodyExt;
 use kube::Client;
 
@@ -233,6 +234,13 @@ async fn one(
                     .into_bytes(),
             ))
         }
+        (Some(ct), Some(b)) if ct == protobuf::MEDIA_TYPE && step.body.is_some() => {
+            let v: serde_json::Value = serde_json::from_slice(&b).map_err(|e| e.to_string())?;
+            let encoded = protobuf::document(&v)
+                .ok_or_else(|| format!("{} {} has no protobuf form", v["apiVersion"], v["kind"]))?
+                .map_err(|e| format!("encoding the body in protobuf: {e}"))?;
+            Some((ct, encoded))
+        }
         (Some(ct), Some(b)) => Some((ct, b)),
         _ => None,
     };
@@ -356,6 +364,10 @@ async fn read_answer(resp: http::Response<kube::client::Body>) -> Result<Answer,
         .to_bytes();
     let body = if bytes.is_empty() {
         Body::Empty
+    } else if is_protobuf(&headers) {
+        let decoded = protobuf::decode(&bytes, ("", ""));
+        let again = decoded.as_ref().ok().and_then(protobuf::document);
+        protobuf_body(decoded, again, &bytes)
     } else {
         match Json::parse(&bytes) {
             Ok(doc) => Body::Json {
@@ -372,6 +384,78 @@ async fn read_answer(resp: http::Response<kube::client::Body>) -> Result<Answer,
     })
 }
 
+/// Whether the answer's Content-Type is protobuf (a document or a watch stream).
+fn is_protobuf(headers: &[(String, String)]) -> bool {
+    headers
+        .iter()
+        .any(|(k, v)| k == "content-type" && v.starts_with(protobuf::MEDIA_TYPE))
+}
+
+/// A protobuf document (or a watch event's message) as compared: what it decodes to, and
+/// whether the fake's encoder writes that in the same bytes (`again`: its encoding of the
+/// decoded JSON).
+fn protobuf_json(
+    decoded: Result<serde_json::Value, String>,
+    again: Option<Result<Vec<u8>, String>>,
+    bytes: &[u8],
+) -> Result<serde_json::Value, String> {
+    let decoded = decoded.map_err(|e| format!("protobuf that does not decode: {e}"))?;
+    let encoder = match again {
+        Some(Ok(b)) if b == bytes => "the same bytes".to_string(),
+        Some(Ok(b)) => {
+            let at = b.iter().zip(bytes).take_while(|(x, y)| x == y).count();
+            format!(
+                "other bytes: {} against {}, the first difference at byte {at}",
+                b.len(),
+                bytes.len()
+            )
+        }
+        Some(Err(e)) => format!("cannot encode it: {e}"),
+        None => "no protobuf form".to_string(),
+    };
+    Ok(serde_json::json!({"protobuf": decoded, "the fake's encoder writes": encoder}))
+}
+
+fn protobuf_body(
+    decoded: Result<serde_json::Value, String>,
+    again: Option<Result<Vec<u8>, String>>,
+    bytes: &[u8],
+) -> Body {
+    match protobuf_json(decoded, again, bytes).map(|v| Json::parse(v.to_string().as_bytes())) {
+        Ok(Ok(doc)) => Body::Json {
+            doc,
+            newline: bytes.ends_with(b"\n"),
+        },
+        Ok(Err(e)) => Body::Text(e.to_string()),
+        Err(e) => Body::Text(e),
+    }
+}
+
+/// The events of a protobuf watch stream in `buf` so far (each frame a 4-byte big-endian length
+/// and a `WatchEvent`), taking the whole frames out of it.
+fn protobuf_events(buf: &mut Vec<u8>, events: &mut Vec<Json>) -> Result<(), String> {
+    while buf.len() >= 4 {
+        let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+        if buf.len() < 4 + len {
+            break;
+        }
+        let frame: Vec<u8> = buf.drain(..4 + len).collect();
+        let message = &frame[4..];
+        let decoded = protobuf::watch_event(message);
+        let again = decoded.as_ref().ok().map(|e| {
+            protobuf::watch_frame(e["type"].as_str().unwrap_or(""), &e["object"])
+                .map(|f| f[4..].to_vec())
+        });
+        // A frame that does not decode is compared as what the decoder said of it.
+        let event = match protobuf_json(decoded, again, message) {
+            Ok(v) => Json::parse(v.to_string().as_bytes()).map_err(|e| e.to_string())?,
+            Err(why) => Json::String(why),
+        };
+        events.push(event);
+    }
+    Ok(())
+}
+
 /// Read a watch until `wanted` events arrived, the server closed it, or [`WATCH_TIMEOUT`].
 async fn read_watch(
     resp: http::Response<kube::client::Body>,
@@ -382,12 +466,19 @@ async fn read_watch(
         return read_answer(resp).await;
     }
     let headers = compared_headers(&resp);
+    let framed = is_protobuf(&headers);
     let mut body = resp.into_body();
     let mut buf: Vec<u8> = Vec::new();
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + WATCH_TIMEOUT;
     let ended = loop {
-        while let Some(nl) = buf.iter().position(|b| *b == b'\n') {
+        if framed {
+            protobuf_events(&mut buf, &mut events)?;
+        }
+        while let Some(nl) = (!framed)
+            .then(|| buf.iter().position(|b| *b == b'\n'))
+            .flatten()
+        {
             let line: Vec<u8> = buf.drain(..=nl).collect();
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
@@ -414,7 +505,8 @@ async fn read_watch(
         }
     };
     // An event not ended by a newline yet (the real server ends each with one).
-    if !buf.iter().all(u8::is_ascii_whitespace)
+    if !framed
+        && !buf.iter().all(u8::is_ascii_whitespace)
         && let Ok(doc) = Json::parse(&buf)
     {
         events.push(doc);
@@ -426,4 +518,92 @@ async fn read_watch(
         headers,
         body: Body::Events { events, ended },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_map() -> serde_json::Value {
+        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "a", "namespace": "n"}, "data": {"k": "v"}})
+    }
+
+    fn encoded(v: &serde_json::Value) -> Vec<u8> {
+        protobuf::document(v)
+            .expect("a protobuf form")
+            .expect("encodes")
+    }
+
+    #[test]
+    fn a_protobuf_answer_is_its_decoded_json_and_whether_the_fakes_encoder_writes_its_bytes() {
+        let bytes = encoded(&config_map());
+        let Body::Json { doc, .. } = protobuf_body(
+            protobuf::decode(&bytes, ("", "")),
+            Some(Ok(bytes.clone())),
+            &bytes,
+        ) else {
+            panic!("a JSON rendering");
+        };
+        assert_eq!(
+            doc.pointer("/protobuf/data/k").and_then(Json::as_str),
+            Some("v")
+        );
+        assert_eq!(
+            doc.get("the fake's encoder writes").and_then(Json::as_str),
+            Some("the same bytes")
+        );
+        // Bytes other than the encoder writes (three more at the end) are told apart.
+        let mut other = bytes.clone();
+        other.extend_from_slice(&bytes[bytes.len() - 3..]);
+        let Body::Json { doc, .. } = protobuf_body(
+            protobuf::decode(&bytes, ("", "")),
+            Some(Ok(bytes.clone())),
+            &other,
+        ) else {
+            panic!("a JSON rendering");
+        };
+        let said = doc.get("the fake's encoder writes").and_then(Json::as_str);
+        assert!(
+            said.is_some_and(
+                |s| s.starts_with("other bytes") && s.ends_with(&format!("byte {}", bytes.len()))
+            ),
+            "{said:?}"
+        );
+        assert!(matches!(
+            protobuf_body(protobuf::decode(b"{}", ("", "")), None, b"{}"),
+            Body::Text(t) if t.starts_with("protobuf that does not decode")
+        ));
+    }
+
+    #[test]
+    fn a_protobuf_watch_is_read_whole_frames_at_a_time() {
+        let frame = protobuf::watch_frame("ADDED", &config_map()).expect("a frame");
+        let mut buf = frame.clone();
+        buf.extend_from_slice(&frame[..frame.len() - 1]);
+        let mut events = Vec::new();
+        protobuf_events(&mut buf, &mut events).expect("reads");
+        assert_eq!(events.len(), 1, "the second frame is not whole yet");
+        assert_eq!(buf.len(), frame.len() - 1);
+        assert_eq!(
+            events[0].pointer("/protobuf/type").and_then(Json::as_str),
+            Some("ADDED")
+        );
+        assert_eq!(
+            events[0]
+                .pointer("/protobuf/object/metadata/name")
+                .and_then(Json::as_str),
+            Some("a")
+        );
+        assert_eq!(
+            events[0]
+                .get("the fake's encoder writes")
+                .and_then(Json::as_str),
+            Some("the same bytes")
+        );
+        buf.push(*frame.last().expect("a byte"));
+        protobuf_events(&mut buf, &mut events).expect("reads");
+        assert_eq!(events.len(), 2);
+        assert!(buf.is_empty());
+    }
 }

@@ -7,7 +7,7 @@ mod discovery;
 pub(crate) mod encode;
 pub mod media;
 mod openapi;
-mod protobuf;
+pub mod protobuf;
 mod route;
 mod subresources;
 mod table;

@@ -19,15 +19,15 @@ use serde_json::{Value, json};
 use schema::Schema;
 
 /// The media type of protobuf requests and answers.
-pub(crate) const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 /// The Content-Type of a protobuf watch stream.
-pub(crate) const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+pub const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 /// What every protobuf document starts with.
 const MAGIC: &[u8; 4] = b"k8s\0";
 
 /// A document (an object, a list, a Status) as kube-apiserver writes it in protobuf, or `None`
 /// when its kind has none. An error names the field whose JSON does not fit its Go type.
-pub(crate) fn document(v: &Value) -> Option<Result<Vec<u8>, String>> {
+pub fn document(v: &Value) -> Option<Result<Vec<u8>, String>> {
     let schema = Schema::get()?;
     let api_version = v["apiVersion"].as_str().unwrap_or("");
     let kind = v["kind"].as_str().unwrap_or("");
@@ -62,7 +62,7 @@ fn envelope(
 }
 
 /// A watch event as one frame of a protobuf watch stream.
-pub(crate) fn watch_frame(event: &str, object: &Value) -> Result<Vec<u8>, String> {
+pub fn watch_frame(event: &str, object: &Value) -> Result<Vec<u8>, String> {
     let schema = Schema::get().ok_or("protobuf is not served")?;
     let embedded =
         document(object).ok_or_else(|| format!("{} has no protobuf form", object["kind"]))??;
@@ -86,7 +86,7 @@ pub(crate) fn watch_frame(event: &str, object: &Value) -> Result<Vec<u8>, String
 /// A protobuf request body as the JSON of the same Go object, with the apiVersion and kind its
 /// envelope names. What the envelope leaves out is read as the URL's kind (`default`), as the Go
 /// decoder does. The error is the decoder's complaint.
-pub(crate) fn decode(body: &[u8], default: (&str, &str)) -> Result<Value, String> {
+pub fn decode(body: &[u8], default: (&str, &str)) -> Result<Value, String> {
     let schema = Schema::get().ok_or("protobuf is not served")?;
     let Some(inner) = body.strip_prefix(MAGIC) else {
         // Go prints the prefix as a byte slice.
@@ -128,6 +128,27 @@ pub(crate) fn decode(body: &[u8], default: (&str, &str)) -> Result<Value, String
         object.insert("kind".into(), json!(kind));
     }
     Ok(Value::Object(object))
+}
+
+/// One frame's message of a protobuf watch stream (without its 4-byte length) as the JSON
+/// event it stands for: `{"type": ..., "object": ...}`, the object read as [`decode`] reads a
+/// document. For clients and tests that read the fake's (or kube-apiserver's) streams.
+pub fn watch_event(message: &[u8]) -> Result<Value, String> {
+    let schema = Schema::get().ok_or("protobuf is not served")?;
+    let id = schema.internal("WatchEvent")?;
+    let event = DynamicMessage::decode(schema.message(id).clone(), message).map_err(go_words)?;
+    let kind = match event.get_field_by_number(1).as_deref() {
+        Some(Proto::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    let raw = match event.get_field_by_number(2).as_deref() {
+        Some(Proto::Message(raw)) => match raw.get_field_by_number(1).as_deref() {
+            Some(Proto::Bytes(b)) => b.clone(),
+            _ => Default::default(),
+        },
+        _ => Default::default(),
+    };
+    Ok(json!({"type": kind, "object": decode(&raw, ("", ""))?}))
 }
 
 /// A decoding error in the words of the Go decoder kube-apiserver uses (gogo's generated
