@@ -107,7 +107,11 @@ where
             let user =
                 match auth::authenticate(auth.as_deref(), &shared, req.headers(), peer.as_ref()) {
                     Ok(user) => user,
-                    Err(e) => return Ok(encoded(error_response(&e), &accepted).await),
+                    Err(e) => {
+                        let (parts, body) = req.into_parts();
+                        let resp = encoded(error_response(&e), &accepted).await;
+                        return Ok(before_the_body(&parts.headers, body, resp).await);
+                    }
                 };
             let mut dropped = None;
             // How long each answer took to start (a watch's stream goes on after it), for
@@ -127,6 +131,50 @@ where
             }
         })
     }
+}
+
+/// Go's HTTP server reads at most this much of a body its handler left unread (`net/http`'s
+/// `maxPostHandlerReadBytes`); with more left, it hangs up after the answer.
+const MAX_UNREAD_BODY_BYTES: usize = 256 << 10;
+
+/// An answer given before the request's body was read (a 401 or 403, as kube-apiserver's filters
+/// answer): the rest of the body is read first, as Go's HTTP server does, so that a keep-alive
+/// connection serves the client's next request. A body too long for that, a broken one, or one
+/// the client waits to be asked for (`Expect: 100-continue`) ends the connection instead, and the
+/// answer says so with `Connection: close`, as Go's answer does.
+async fn before_the_body<B>(
+    headers: &http::HeaderMap,
+    body: B,
+    resp: Response<ResponseBody>,
+) -> Response<ResponseBody>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let expects_continue = headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let declared_too_long = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .is_some_and(|n| n >= MAX_UNREAD_BODY_BYTES);
+    let kept = !expects_continue
+        && !declared_too_long
+        && Limited::new(body, MAX_UNREAD_BODY_BYTES)
+            .collect()
+            .await
+            .is_ok();
+    if kept { resp } else { closing(resp) }
+}
+
+/// An answer after which the connection ends (the rest of the request's body is unread), saying
+/// so: a client then opens a new connection for its next request instead of failing on this one.
+fn closing(mut resp: Response<ResponseBody>) -> Response<ResponseBody> {
+    resp.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    resp
 }
 
 /// Who asks, as a write records it for the answers that depend on it: `None` for the endpoint's
@@ -232,17 +280,12 @@ where
     let (parts, body) = req.into_parts();
     let Some(path) = route::decode_path(parts.uri.path()) else {
         // Go's HTTP server answers a malformed URL itself, in plain text, and hangs up.
-        let mut resp = text_response(400, "400 Bad Request");
-        resp.headers_mut().insert(
-            header::CONNECTION,
-            header::HeaderValue::from_static("close"),
-        );
-        return resp;
+        return closing(text_response(400, "400 Bad Request"));
     };
     let mut query = Query::parse(parts.uri.query());
     // Before the body is read, as kube-apiserver's filters do.
     if let Err(e) = authorize::check(&shared, user, &parts.method, &path, &query) {
-        return error_response(&e);
+        return before_the_body(&parts.headers, body, error_response(&e)).await;
     }
     let legacy_watch = match parts.method {
         Method::GET => route::legacy_watch(&path, &mut query),
@@ -259,12 +302,12 @@ where
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some() =>
         {
-            return error_response(&ApiError::too_large());
+            return closing(error_response(&ApiError::too_large()));
         }
         Err(e) => {
-            return error_response(&ApiError::bad_request(format!(
+            return closing(error_response(&ApiError::bad_request(format!(
                 "reading the request body: {e}"
-            )));
+            ))));
         }
     };
     if shared.faults.has_rules() {

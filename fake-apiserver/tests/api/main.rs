@@ -13,6 +13,7 @@ mod envtest_go;
 mod faults;
 mod fidelity;
 mod fuzz_properties;
+mod keep_alive;
 mod kubectl;
 mod load;
 mod python_client;
