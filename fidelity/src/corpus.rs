@@ -14,7 +14,9 @@
 //! ```
 //!
 //! `{ns}` is the sequence's namespace (created before its first step, not compared), `{seq}` its
-//! name (for cluster-scoped objects), and any other `{var}` a value saved by an earlier step of
+//! name (for cluster-scoped objects), `{webhook}` the address of the corpus's admission webhook
+//! (`https://127.0.0.1:<port>`; a path after it picks what the webhook does, see [`crate::webhook`])
+//! and `{webhook-ca}` its caBundle, and any other `{var}` a value saved by an earlier step of
 //! the same sequence. `type` gives a body's media type: `json` (the default), `merge`, `strategic`,
 //! `json-patch`, `apply` (server-side apply, sent as JSON), `yaml`, `protobuf` (the body's
 //! object in `application/vnd.kubernetes.protobuf`, as client-go sends built-in kinds), or a full
@@ -30,6 +32,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+/// The variables every sequence has before its first step.
+pub const BUILTIN_VARS: &[&str] = &["ns", "seq", "webhook", "webhook-ca"];
 
 /// One request sequence: run in order, in a namespace of its own.
 #[derive(Clone, Debug, Deserialize)]
@@ -209,7 +214,7 @@ impl Sequence {
         if self.steps.is_empty() {
             return Err(seq_err("has no steps".into()));
         }
-        let mut known: HashSet<String> = ["ns", "seq"].iter().map(|s| s.to_string()).collect();
+        let mut known: HashSet<String> = BUILTIN_VARS.iter().map(|s| s.to_string()).collect();
         for (i, step) in self.steps.iter().enumerate() {
             let err = |problem: String| CorpusError::Step {
                 path: self.file.clone(),

@@ -14,12 +14,15 @@ pub mod normalise;
 pub mod ordered;
 pub mod replay;
 pub mod report;
+pub mod webhook;
 
+use std::collections::BTreeMap;
+
+use anyhow::Context as _;
 use kube::Client;
 
 use compare::{Known, StepResult};
 use corpus::Sequence;
-use replay::ReplayError;
 
 /// The corpus, the known differences and the CRDs installed on both servers, in the workspace.
 pub fn corpus_dir() -> std::path::PathBuf {
@@ -31,7 +34,8 @@ pub fn known_dir() -> std::path::PathBuf {
 }
 
 /// Replay every sequence on both servers (one sequence at a time, the two servers at once) and
-/// compare. `progress` hears each sequence's name as it starts.
+/// compare, with the corpus's webhook ([`webhook`]) serving both. `progress` hears each
+/// sequence's name as it starts.
 pub async fn run(
     corpus: &[Sequence],
     known: &[Known],
@@ -39,13 +43,20 @@ pub async fn run(
     reference: &Client,
     ignore_key_order: bool,
     mut progress: impl FnMut(&Sequence),
-) -> Result<Vec<StepResult>, ReplayError> {
+) -> anyhow::Result<Vec<StepResult>> {
+    let hook = webhook::start()
+        .await
+        .context("starting the corpus's webhook")?;
+    let builtins = BTreeMap::from([
+        ("webhook".to_string(), hook.url("")),
+        ("webhook-ca".to_string(), hook.ca_bundle.clone()),
+    ]);
     let mut results = Vec::new();
     for seq in corpus {
         progress(seq);
         let (f, r) = tokio::join!(
-            replay::sequence(fake, seq, false),
-            replay::sequence(reference, seq, true)
+            replay::sequence(fake, seq, &builtins, false),
+            replay::sequence(reference, seq, &builtins, true)
         );
         let (mut f, mut r) = (f?, r?);
         let prefixes = seq.generate_names();

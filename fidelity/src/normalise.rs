@@ -1,6 +1,7 @@
 //! What legitimately differs between two servers, taken out of their answers.
 //!
-//! Per sequence and server: uids become `uid-1`, `uid-2`, ... in order of first appearance;
+//! Per sequence and server: uids become `uid-1`, `uid-2`, ... in order of first appearance
+//! (any other UUID in a text, such as an AdmissionReview's a message quotes, `<uuid>`);
 //! names made from `generateName` become `<prefix>#1`, ...; timestamps become `<time>`; ages in
 //! Tables `<age>`; tokens, certificates and keys a placeholder. A resourceVersion becomes
 //! `rv-N`, where N counts the object versions the sequence saw that are not newer than it: the
@@ -33,6 +34,11 @@ static RV_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
         r#"(?i)(resourceVersion(?: in [a-z ]+)?[\\": (]{1,8}|resource version[: ]{1,2})(\d+)"#,
     )
     .expect("regex")
+});
+/// A UUID no object of the sequence carries (an AdmissionReview's uid, which a message about a
+/// webhook's answer quotes): random on each server, and numbered by nothing.
+static UUID_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}").expect("regex")
 });
 static JWT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^eyJ[\w-]+\.[\w-]+\.[\w-]+$").expect("regex"));
@@ -257,6 +263,7 @@ impl State {
             return p.clone();
         }
         let out = self.replace_names(s);
+        let out = UUID_IN_TEXT.replace_all(&out, "<uuid>");
         let out = TIME_IN_TEXT.replace_all(&out, "<time>");
         RV_IN_TEXT
             .replace_all(&out, |c: &regex::Captures| {
@@ -398,6 +405,19 @@ mod tests {
             doc(&a[1])
         );
         assert!(doc(&a[1]).contains(r#""name":"job-#1""#), "{}", doc(&a[1]));
+    }
+
+    #[test]
+    fn a_uuid_no_object_carries_is_blanked_in_a_message() {
+        let mut a = vec![answer(
+            r#"{"kind":"Status","message":"expected response.uid=\"1b6755a7-2db5-4d26-b256-f9b2022786c4\", got \"x\""}"#,
+        )];
+        sequence_of(&mut a);
+        assert!(
+            doc(&a[0]).contains(r#"expected response.uid=\"<uuid>\""#),
+            "{}",
+            doc(&a[0])
+        );
     }
 
     #[test]

@@ -131,17 +131,18 @@ const NAMESPACE_FILLING: &[&str] = &["configmaps/kube-root-ca.crt", "serviceacco
 /// Create the sequence's namespace (not compared), then send each step; one answer per step.
 /// With `settle`, wait first until the controllers have filled the new namespace (the real
 /// server does it asynchronously; a list racing them would differ from run to run).
-/// An `Err` means the server could not be talked to at all.
+/// `builtins` are the variables the corpus gives every sequence beside `{ns}` and `{seq}`
+/// (the webhook's). An `Err` means the server could not be talked to at all.
 pub async fn sequence(
     client: &Client,
     seq: &Sequence,
+    builtins: &BTreeMap<String, String>,
     settle: bool,
 ) -> Result<Replayed, ReplayError> {
     let ns = seq.namespace();
-    let mut vars = BTreeMap::from([
-        ("ns".to_string(), ns.clone()),
-        ("seq".to_string(), seq.unique_name()),
-    ]);
+    let mut vars = builtins.clone();
+    vars.insert("ns".to_string(), ns.clone());
+    vars.insert("seq".to_string(), seq.unique_name());
     let fail = |step: String, problem: String| ReplayError {
         sequence: seq.name.clone(),
         step,

@@ -606,17 +606,22 @@ impl Store {
             defaults(&mut incoming);
         }
         self.admit(rt, Some(&old), &mut incoming)?;
-        let new = self.merge_update(rt, &old, incoming, sub)?;
-        self.write_update(rt, key, &old, new, sub, opts)
+        let new = self.merge_update(rt, &old, incoming, sub, &opts.field_manager)?;
+        self.write_update(rt, key, &old, new, opts)
     }
 
-    /// The object an update produces: the subresource split, server-owned metadata kept.
+    /// The object an update produces: the subresource split, the writer's fields recorded,
+    /// server-owned metadata kept. In kube-apiserver's order: managedFields record what the
+    /// client's object changes, before the mutating webhooks, which see the object as the client
+    /// sent it (its uid and creation time only if the client sent them); the registry then puts
+    /// back the metadata the server owns.
     fn merge_update(
         &mut self,
         rt: &ResourceType,
         old: &Value,
         incoming: Value,
         sub: Subresource,
+        manager: &str,
     ) -> ApiResult<Value> {
         let mut new = match sub {
             Subresource::Status => status_write(old, incoming),
@@ -665,24 +670,6 @@ impl Store {
                 n
             }
         };
-        for owned in [
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "namespace",
-            "name",
-        ] {
-            match old["metadata"].get(owned) {
-                Some(v) => new["metadata"][owned] = v.clone(),
-                None => {
-                    if let Some(m) = new["metadata"].as_object_mut() {
-                        m.remove(owned);
-                    }
-                }
-            }
-        }
         // managedFields a write leaves out are kept; a write that sends them (an apply, or a client
         // resetting them) sets them.
         if new["metadata"]
@@ -719,8 +706,27 @@ impl Store {
                 ));
             }
         }
+        self.record_manager(rt, Some(old), &mut new, manager, sub);
         // The mutating webhooks see the merged object, and validation what they made of it.
         self.mutating_point(rt, Operation::Update, Some(old), &mut new, false)?;
+        for owned in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "namespace",
+            "name",
+        ] {
+            match old["metadata"].get(owned) {
+                Some(v) => new["metadata"][owned] = v.clone(),
+                None => {
+                    if let Some(m) = new["metadata"].as_object_mut() {
+                        m.remove(owned);
+                    }
+                }
+            }
+        }
         if sub == Subresource::Main {
             validation::prepare(&rt.group, &rt.kind, &mut new, Some(old));
         }
@@ -777,7 +783,6 @@ impl Store {
         key: ObjKey,
         old: &Value,
         mut new: Value,
-        sub: Subresource,
         opts: &WriteOptions,
     ) -> ApiResult<Answer> {
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
@@ -787,7 +792,6 @@ impl Store {
             self.validating_point(rt, Operation::Update, Some(old), Some(&new))?;
             return Ok(Answer::Uncommitted(render(rt, old)));
         }
-        self.record_manager(rt, Some(old), &mut new, &opts.field_manager, sub);
         self.validating_point(rt, Operation::Update, Some(old), Some(&new))?;
         if opts.dry_run {
             return Ok(Answer::Uncommitted(render(rt, &new)));

@@ -10,3 +10,4 @@ pub mod dispatch;
 pub mod matching;
 pub mod request;
 pub mod review;
+pub mod scripted;
