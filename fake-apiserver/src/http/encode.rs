@@ -47,6 +47,8 @@ struct Types {
     kinds: HashMap<String, HashMap<String, u32>>,
     structs: Vec<Struct>,
     version_info: Option<u32>,
+    object_meta: Option<u32>,
+    managed_fields_entry: Option<u32>,
 }
 
 /// The generated table; `pub(crate)` so a test can compare it with a fresh generation.
@@ -70,6 +72,8 @@ fn load(json: &str) -> Types {
                 kinds: HashMap::new(),
                 structs: Vec::new(),
                 version_info: None,
+                object_meta: None,
+                managed_fields_entry: None,
             };
         }
     };
@@ -118,6 +122,8 @@ fn load(json: &str) -> Types {
         kinds,
         structs,
         version_info,
+        object_meta: ids.get("meta/v1.ObjectMeta").copied(),
+        managed_fields_entry: ids.get("meta/v1.ManagedFieldsEntry").copied(),
     }
 }
 
@@ -156,6 +162,53 @@ pub(crate) fn version_document(v: &Value) -> Vec<u8> {
         _ => write(&mut compact, v),
     }
     indent(&compact)
+}
+
+/// An object as kube-apiserver quotes it in a patch's error: the unstructured map Go writes (keys
+/// sorted), its `metadata` written as ObjectMeta when it decodes as one (`typed_metadata`), and
+/// otherwise a map whose managedFields entries are still ManagedFieldsEntry structs.
+pub(crate) fn quoted_object(v: &Value, typed_metadata: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1024);
+    let Value::Object(map) = v else {
+        write_as(&mut out, v, &Ty::Leaf);
+        return out;
+    };
+    out.push(b'{');
+    for (i, (k, x)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(&mut out, k);
+        out.push(b':');
+        match (k.as_str(), x) {
+            ("metadata", Value::Object(meta)) => match TYPES.object_meta {
+                Some(id) if typed_metadata => write_struct(&mut out, meta, id),
+                _ => write_loose_metadata(&mut out, meta),
+            },
+            _ => write_as(&mut out, x, &Ty::Leaf),
+        }
+    }
+    out.push(b'}');
+    out
+}
+
+/// Metadata ObjectMeta cannot hold, as a sorted map but for its managedFields entries.
+fn write_loose_metadata(out: &mut Vec<u8>, meta: &Map<String, Value>) {
+    out.push(b'{');
+    for (i, (k, v)) in meta.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+        match (k.as_str(), TYPES.managed_fields_entry) {
+            ("managedFields", Some(id)) => {
+                write_as(out, v, &Ty::List(Box::new(Ty::Struct(id))));
+            }
+            _ => write_as(out, v, &Ty::Leaf),
+        }
+    }
+    out.push(b'}');
 }
 
 fn write(out: &mut Vec<u8>, v: &Value) {
@@ -466,6 +519,22 @@ mod tests {
         assert_eq!(
             s(&cr),
             r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"n","uid":"u"},"spec":{"a":2,"b":1}}"#
+        );
+    }
+
+    #[test]
+    fn a_quoted_patch_object_is_sorted_but_for_typed_metadata_and_managed_fields_entries() {
+        let obj = json!({"kind": "ConfigMap", "apiVersion": "v1", "data": {"b": "<", "a": "1"},
+            "metadata": {"uid": "u", "name": "n", "labels": {"z": "1", "a": "2"},
+                "managedFields": [{"time": "t", "manager": "m", "operation": "Update"}]}});
+        let quoted = |typed| String::from_utf8(quoted_object(&obj, typed)).expect("utf-8");
+        assert_eq!(
+            quoted(true),
+            r#"{"apiVersion":"v1","data":{"a":"1","b":"\u003c"},"kind":"ConfigMap","metadata":{"name":"n","uid":"u","labels":{"a":"2","z":"1"},"managedFields":[{"manager":"m","operation":"Update","time":"t"}]}}"#
+        );
+        assert_eq!(
+            quoted(false),
+            r#"{"apiVersion":"v1","data":{"a":"1","b":"\u003c"},"kind":"ConfigMap","metadata":{"labels":{"a":"2","z":"1"},"managedFields":[{"manager":"m","operation":"Update","time":"t"}],"name":"n","uid":"u"}}"#
         );
     }
 

@@ -139,9 +139,12 @@ const MAX_UNREAD_BODY_BYTES: usize = 256 << 10;
 
 /// An answer given before the request's body was read (a 401 or 403, as kube-apiserver's filters
 /// answer): the rest of the body is read first, as Go's HTTP server does, so that a keep-alive
-/// connection serves the client's next request. A body too long for that, a broken one, or one
-/// the client waits to be asked for (`Expect: 100-continue`) ends the connection instead, and the
-/// answer says so with `Connection: close`, as Go's answer does.
+/// connection serves the client's next request. A body too long for Go to read that way, a
+/// broken one, or one the client waits to be asked for (`Expect: 100-continue`) ends the
+/// connection instead, and the answer says so with `Connection: close`, as Go's answer does.
+/// A long body is still read (up to the most the server takes) before the connection ends: a
+/// connection closed with unread data is reset, and the reset can destroy the answer before the
+/// client reads it (Go's server waits in a lingering close for the same reason).
 async fn before_the_body<B>(
     headers: &http::HeaderMap,
     body: B,
@@ -154,17 +157,21 @@ where
     let expects_continue = headers
         .get(header::EXPECT)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if expects_continue {
+        return closing(resp);
+    }
     let declared_too_long = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         .is_some_and(|n| n >= MAX_UNREAD_BODY_BYTES);
-    let kept = !expects_continue
-        && !declared_too_long
-        && Limited::new(body, MAX_UNREAD_BODY_BYTES)
-            .collect()
-            .await
-            .is_ok();
-    if kept { resp } else { closing(resp) }
+    let read = Limited::new(body, MAX_BODY_BYTES)
+        .collect()
+        .await
+        .map(|b| b.to_bytes().len());
+    match read {
+        Ok(n) if !declared_too_long && n <= MAX_UNREAD_BODY_BYTES => resp,
+        _ => closing(resp),
+    }
 }
 
 /// An answer after which the connection ends (the rest of the request's body is unread), saying

@@ -200,100 +200,10 @@ fn decode_metadata(meta: &Value) -> Option<String> {
     )
 }
 
-/// The patched object as kube-apiserver's error quotes it: the JSON of an unstructured map
-/// (keys sorted), but for metadata ObjectMeta can hold, which is in ObjectMeta's Go field order;
-/// managedFields and ownerReferences entries are in their Go field order either way.
+/// The patched object as kube-apiserver's error quotes it (see `encode::quoted_object`).
 fn quoted(patched: &Value) -> String {
-    // Stands in for the metadata while the rest is written sorted; no object holds it.
-    const MARK: &str = "tollgate:metadata:5f2c9a";
-    let Some(meta) = patched["metadata"].as_object() else {
-        return patched.to_string();
-    };
     let typed = decode_metadata(&patched["metadata"]).is_none();
-    let mut keys: Vec<&String> = meta.keys().collect();
-    if typed {
-        keys.sort_by_key(|k| {
-            OBJECT_META_ORDER
-                .iter()
-                .position(|o| o == k)
-                .unwrap_or(OBJECT_META_ORDER.len())
-        });
-    }
-    let members: Vec<String> = keys
-        .into_iter()
-        .map(|k| {
-            let v = &meta[k.as_str()];
-            let text = match (k.as_str(), v.as_array()) {
-                ("managedFields", Some(entries)) => in_go_order(entries, MANAGED_FIELDS_ORDER),
-                ("ownerReferences", Some(entries)) => in_go_order(entries, OWNER_REFERENCE_ORDER),
-                _ => v.to_string(),
-            };
-            format!("{}:{text}", Value::from(k.as_str()))
-        })
-        .collect();
-    let mut shown = patched.clone();
-    shown["metadata"] = Value::from(MARK);
-    shown.to_string().replace(
-        &format!("\"{MARK}\""),
-        &format!("{{{}}}", members.join(",")),
-    )
-}
-
-/// ObjectMeta's fields in Go's order.
-const OBJECT_META_ORDER: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-const MANAGED_FIELDS_ORDER: &[&str] = &[
-    "manager",
-    "operation",
-    "apiVersion",
-    "time",
-    "fieldsType",
-    "fieldsV1",
-    "subresource",
-];
-const OWNER_REFERENCE_ORDER: &[&str] = &[
-    "apiVersion",
-    "kind",
-    "name",
-    "uid",
-    "controller",
-    "blockOwnerDeletion",
-];
-
-/// A list of structs, each with its fields in `order` (any other after them, sorted).
-fn in_go_order(entries: &[Value], order: &[&str]) -> String {
-    let entry = |e: &Value| {
-        let Some(fields) = e.as_object() else {
-            return e.to_string();
-        };
-        let known = order.iter().filter_map(|k| fields.get(*k).map(|v| (*k, v)));
-        let rest = fields
-            .iter()
-            .filter(|(k, _)| !order.contains(&k.as_str()))
-            .map(|(k, v)| (k.as_str(), v));
-        let parts: Vec<String> = known
-            .chain(rest)
-            .map(|(k, v)| format!("{}:{v}", Value::from(k)))
-            .collect();
-        format!("{{{}}}", parts.join(","))
-    };
-    let items: Vec<String> = entries.iter().map(entry).collect();
-    format!("[{}]", items.join(","))
+    String::from_utf8_lossy(&crate::http::encode::quoted_object(patched, typed)).into_owned()
 }
 
 /// One JSON patch operation, as kube-apiserver decodes it before applying.
