@@ -137,14 +137,18 @@ where
 /// `maxPostHandlerReadBytes`); with more left, it hangs up after the answer.
 const MAX_UNREAD_BODY_BYTES: usize = 256 << 10;
 
+/// How long a refused request's body may take to arrive before its connection is ended anyway.
+const UNREAD_BODY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// An answer given before the request's body was read (a 401 or 403, as kube-apiserver's filters
 /// answer): the rest of the body is read first, as Go's HTTP server does, so that a keep-alive
 /// connection serves the client's next request. A body too long for Go to read that way, a
-/// broken one, or one the client waits to be asked for (`Expect: 100-continue`) ends the
-/// connection instead, and the answer says so with `Connection: close`, as Go's answer does.
-/// A long body is still read (up to the most the server takes) before the connection ends: a
-/// connection closed with unread data is reset, and the reset can destroy the answer before the
-/// client reads it (Go's server waits in a lingering close for the same reason).
+/// broken or stalled one, or one the client waits to be asked for (`Expect: 100-continue`) ends
+/// the connection instead, and the answer says so with `Connection: close`, as Go's answer does.
+/// A long body is still read and thrown away (up to the most the server takes, for at most
+/// [`UNREAD_BODY_WAIT`]) before the connection ends: a connection closed with unread data is
+/// reset, and the reset can destroy the answer before the client reads it (Go's server waits in
+/// a lingering close for the same reason).
 async fn before_the_body<B>(
     headers: &http::HeaderMap,
     body: B,
@@ -154,24 +158,43 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
     let expects_continue = headers
         .get(header::EXPECT)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    if expects_continue {
+    if expects_continue && declared != Some(0) {
         return closing(resp);
     }
-    let declared_too_long = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        .is_some_and(|n| n >= MAX_UNREAD_BODY_BYTES);
-    let read = Limited::new(body, MAX_BODY_BYTES)
-        .collect()
-        .await
-        .map(|b| b.to_bytes().len());
+    let read = tokio::time::timeout(UNREAD_BODY_WAIT, discard(body, MAX_BODY_BYTES)).await;
     match read {
-        Ok(n) if !declared_too_long && n <= MAX_UNREAD_BODY_BYTES => resp,
+        Ok(Some(n))
+            if n <= MAX_UNREAD_BODY_BYTES && declared.is_none_or(|d| d < MAX_UNREAD_BODY_BYTES) =>
+        {
+            resp
+        }
         _ => closing(resp),
     }
+}
+
+/// Read a body to its end without keeping it: how many bytes it had, or `None` when it broke or
+/// went past `limit`.
+async fn discard<B>(body: B, limit: usize) -> Option<usize>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+{
+    let mut body = std::pin::pin!(body);
+    let mut read = 0usize;
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.ok()?.into_data() {
+            read += data.len();
+            if read > limit {
+                return None;
+            }
+        }
+    }
+    Some(read)
 }
 
 /// An answer after which the connection ends (the rest of the request's body is unread), saying

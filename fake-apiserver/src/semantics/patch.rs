@@ -156,7 +156,10 @@ pub fn decode_patched(
 ) -> ApiResult<()> {
     if rt.crd.is_some() {
         // A custom resource is unstructured but for its metadata, which is decoded into
-        // ObjectMeta (a finalizers string is refused, not stored).
+        // ObjectMeta (a finalizers string is refused, not stored; a null label becomes "").
+        if patched["metadata"].is_object() {
+            super::go_decode::zero_nulls(OBJECT_META, &mut patched["metadata"]);
+        }
         return match decode_metadata(&patched["metadata"]) {
             Some(why) => Err(ApiError::invalid_patch(&quoted(patched), &why)),
             None => Ok(()),
@@ -193,12 +196,16 @@ fn decode_metadata(meta: &Value) -> Option<String> {
     if meta.is_null() {
         return None;
     }
-    let err = <ObjectMeta as serde::Deserialize>::deserialize(meta).err()?;
-    Some(
-        super::go_decode::unmarshal_error(|g| g.subschema_for::<ObjectMeta>(), meta)
-            .unwrap_or_else(|| err.to_string()),
-    )
+    // Go reads a null label, annotation or finalizer as its zero value, and refuses nothing for it.
+    let mut probe = meta.clone();
+    super::go_decode::zero_nulls(OBJECT_META, &mut probe);
+    let err = <ObjectMeta as serde::Deserialize>::deserialize(&probe).err()?;
+    Some(super::go_decode::unmarshal_error(OBJECT_META, &probe).unwrap_or_else(|| err.to_string()))
 }
+
+/// ObjectMeta's schema, for Go's decoding of metadata.
+const OBJECT_META: crate::catalog::SchemaFn =
+    |g| g.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
 
 /// The patched object as kube-apiserver's error quotes it (see `encode::quoted_object`).
 fn quoted(patched: &Value) -> String {

@@ -706,6 +706,9 @@ impl Store {
                 ));
             }
         }
+        if sub == Subresource::Main {
+            validation::decode_conversions(&rt.group, &rt.kind, &mut new);
+        }
         self.record_manager(rt, Some(old), &mut new, manager, sub);
         // The mutating webhooks see the merged object, and validation what they made of it.
         self.mutating_point(rt, Operation::Update, Some(old), &mut new, false)?;

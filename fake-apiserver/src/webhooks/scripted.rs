@@ -129,14 +129,19 @@ async fn accept(
     answer: Answer,
     seen: Arc<Mutex<Vec<Call>>>,
 ) {
+    // The connections are this task's own: when the webhook is dropped and this task aborted,
+    // they end with it (a client's pooled connection is not served on).
+    let mut connections = tokio::task::JoinSet::new();
     loop {
         let Ok((tcp, _)) = listener.accept().await else {
             return;
         };
+        // Reap the finished ones, so a long-lived webhook does not keep them.
+        while connections.try_join_next().is_some() {}
         // As Go's net package does for every connection, so webhooks written in Go serve.
         let _ = tcp.set_nodelay(true);
         let (acceptor, answer, seen) = (acceptor.clone(), answer.clone(), seen.clone());
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let Ok(tls) = acceptor.accept(tcp).await else {
                 return;
             };

@@ -27,14 +27,19 @@ pub use lease::microtime_error;
 
 /// Rewrite a create (`old` None) or update body as kube-apiserver's decoding does.
 pub fn prepare(group: &str, kind: &str, obj: &mut Value, old: Option<&Value>) {
+    decode_conversions(group, kind, obj);
+    if let (("", "Service"), Some(old)) = ((group, kind), old) {
+        service::keep_allocated(obj, old);
+    }
+}
+
+/// What kube-apiserver's decoder converts as it reads a body (a Secret's stringData into data, a
+/// Node's podCIDR and podCIDRs into each other): done before a write's managedFields are
+/// recorded, which never see the unconverted fields. Running it twice changes nothing.
+pub fn decode_conversions(group: &str, kind: &str, obj: &mut Value) {
     match (group, kind) {
         ("", "Secret") => config::merge_string_data(obj),
         ("", "Node") => node::convert_pod_cidrs(obj),
-        ("", "Service") => {
-            if let Some(old) = old {
-                service::keep_allocated(obj, old);
-            }
-        }
         _ => {}
     }
 }
