@@ -173,40 +173,38 @@ pub(crate) fn quoted_object(v: &Value, typed_metadata: bool) -> Vec<u8> {
         write_as(&mut out, v, &Ty::Leaf);
         return out;
     };
-    out.push(b'{');
-    for (i, (k, x)) in map.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_str(&mut out, k);
-        out.push(b':');
-        match (k.as_str(), x) {
-            ("metadata", Value::Object(meta)) => match TYPES.object_meta {
-                Some(id) if typed_metadata => write_struct(&mut out, meta, id),
-                _ => write_loose_metadata(&mut out, meta),
-            },
-            _ => write_as(&mut out, x, &Ty::Leaf),
-        }
-    }
-    out.push(b'}');
+    write_members(&mut out, map.iter(), |out, k, x| match (k, x) {
+        ("metadata", Value::Object(meta)) => match TYPES.object_meta {
+            Some(id) if typed_metadata => write_struct(out, meta, id),
+            // Metadata ObjectMeta cannot hold: a sorted map but for its managedFields entries.
+            _ => write_members(out, meta.iter(), |out, k, v| {
+                match (k, TYPES.managed_fields_entry) {
+                    ("managedFields", Some(id)) => {
+                        write_as(out, v, &Ty::List(Box::new(Ty::Struct(id))))
+                    }
+                    _ => write_as(out, v, &Ty::Leaf),
+                }
+            }),
+        },
+        _ => write_as(out, x, &Ty::Leaf),
+    });
     out
 }
 
-/// Metadata ObjectMeta cannot hold, as a sorted map but for its managedFields entries.
-fn write_loose_metadata(out: &mut Vec<u8>, meta: &Map<String, Value>) {
+/// `{`, each member's key and its value as `value` writes it, in the order given, `}`.
+fn write_members<'a>(
+    out: &mut Vec<u8>,
+    members: impl Iterator<Item = (&'a String, &'a Value)>,
+    mut value: impl FnMut(&mut Vec<u8>, &str, &Value),
+) {
     out.push(b'{');
-    for (i, (k, v)) in meta.iter().enumerate() {
+    for (i, (k, v)) in members.enumerate() {
         if i > 0 {
             out.push(b',');
         }
         write_str(out, k);
         out.push(b':');
-        match (k.as_str(), TYPES.managed_fields_entry) {
-            ("managedFields", Some(id)) => {
-                write_as(out, v, &Ty::List(Box::new(Ty::Struct(id))));
-            }
-            _ => write_as(out, v, &Ty::Leaf),
-        }
+        value(out, k, v);
     }
     out.push(b'}');
 }
@@ -265,30 +263,12 @@ fn write_array(out: &mut Vec<u8>, items: &[Value], ty: &Ty) {
 
 /// A Go map: keys sorted (serde_json's `Map` already iterates them so).
 fn write_map(out: &mut Vec<u8>, map: &Map<String, Value>, ty: &Ty) {
+    let value = |out: &mut Vec<u8>, _: &str, v: &Value| write_as(out, v, ty);
     // A managedFields tree keeps structured-merge-diff's order of list keys (numbers by value).
-    if let Some(keys) = crate::semantics::apply::fields_v1_order(map) {
-        out.push(b'{');
-        for (i, k) in keys.into_iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write_str(out, k);
-            out.push(b':');
-            write_as(out, &map[k], ty);
-        }
-        out.push(b'}');
-        return;
+    match crate::semantics::apply::fields_v1_order(map) {
+        Some(keys) => write_members(out, keys.into_iter().map(|k| (k, &map[k])), value),
+        None => write_members(out, map.iter(), value),
     }
-    out.push(b'{');
-    for (i, (k, v)) in map.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_str(out, k);
-        out.push(b':');
-        write_as(out, v, ty);
-    }
-    out.push(b'}');
 }
 
 /// Objects with more keys than this sort their entries on the heap.

@@ -309,25 +309,20 @@ fn before_registry(obj: &Value, generated_name: bool) -> Value {
 /// What a webhook may not change: the metadata the server owns, taken back from the object the
 /// write made.
 fn keep_server_owned(next: &mut Value, shown: &Value) {
-    for owned in [
-        "uid",
-        "creationTimestamp",
-        "resourceVersion",
-        "generation",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "name",
-        "namespace",
-    ] {
-        match shown["metadata"].get(owned) {
-            Some(v) => next["metadata"][owned] = v.clone(),
-            None => {
-                if let Some(m) = next["metadata"].as_object_mut() {
-                    m.remove(owned);
-                }
-            }
-        }
-    }
+    super::write::copy_metadata(
+        next,
+        shown,
+        &[
+            "uid",
+            "creationTimestamp",
+            "resourceVersion",
+            "generation",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "name",
+            "namespace",
+        ],
+    );
     // managedFields a webhook broke are put back, as kube-apiserver's managed-fields check does.
     let entries_ok = next["metadata"]
         .get("managedFields")

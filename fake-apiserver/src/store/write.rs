@@ -712,24 +712,19 @@ impl Store {
         self.record_manager(rt, Some(old), &mut new, manager, sub);
         // The mutating webhooks see the merged object, and validation what they made of it.
         self.mutating_point(rt, Operation::Update, Some(old), &mut new, false)?;
-        for owned in [
-            "uid",
-            "creationTimestamp",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "generation",
-            "namespace",
-            "name",
-        ] {
-            match old["metadata"].get(owned) {
-                Some(v) => new["metadata"][owned] = v.clone(),
-                None => {
-                    if let Some(m) = new["metadata"].as_object_mut() {
-                        m.remove(owned);
-                    }
-                }
-            }
-        }
+        copy_metadata(
+            &mut new,
+            old,
+            &[
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "namespace",
+                "name",
+            ],
+        );
         if sub == Subresource::Main {
             validation::prepare(&rt.group, &rt.kind, &mut new, Some(old));
         }
@@ -1087,6 +1082,20 @@ impl Store {
 const PROTECTED_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
 
 pub(super) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// Give `to` the metadata `fields` of `from`, as `from` has them (a field it lacks is removed).
+pub(super) fn copy_metadata(to: &mut Value, from: &Value, fields: &[&str]) {
+    for field in fields {
+        match from["metadata"].get(*field) {
+            Some(v) => to["metadata"][*field] = v.clone(),
+            None => {
+                if let Some(m) = to["metadata"].as_object_mut() {
+                    m.remove(*field);
+                }
+            }
+        }
+    }
+}
 
 fn is_pod(rt: &ResourceType) -> bool {
     rt.group.is_empty() && rt.plural == "pods"
